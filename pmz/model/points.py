@@ -1,0 +1,126 @@
+"""The flat value space: one float vector per particle, and the way back to named PyMC variables.
+
+Every sampler in pmz works on particles ``X`` of shape ``(n_particles, dim)`` in PyMC's *unconstrained value
+space*: the value variables of the model's free random variables (``sigma_log__``, ``p_logodds__``, ...), each
+raveled in C order and concatenated in the order of ``model.value_vars``. This module is the only place that
+knows variable names and shapes; everything else sees plain arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["VarBlock", "FlatLayout", "layout_from_model"]
+
+
+@dataclass(frozen=True)
+class VarBlock:
+    """Where one value variable lives in the flat vector.
+
+    Attributes
+    ----------
+    value_name : str
+        Name of the PyMC value variable (transformed name, e.g. ``"sigma_log__"``).
+    rv_name : str
+        Name of the random variable it belongs to (e.g. ``"sigma"``).
+    shape : tuple of int
+        Shape of the value variable for one particle.
+    start, stop : int
+        Its slice ``x[start:stop]`` in the flat vector.
+    """
+
+    value_name: str
+    rv_name: str
+    shape: tuple[int, ...]
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+class FlatLayout:
+    """Map between flat particle arrays and dicts of named value-space arrays.
+
+    Parameters
+    ----------
+    blocks : sequence of VarBlock
+        Contiguous blocks, in order, covering ``range(dim)``.
+    """
+
+    def __init__(self, blocks):
+        self.blocks = tuple(blocks)
+        self.dim = self.blocks[-1].stop if self.blocks else 0
+
+    @property
+    def value_names(self) -> list[str]:
+        return [b.value_name for b in self.blocks]
+
+    @property
+    def rv_names(self) -> list[str]:
+        return [b.rv_name for b in self.blocks]
+
+    def block_of(self, name: str) -> VarBlock:
+        """The block of a variable, by value or random-variable name."""
+        for b in self.blocks:
+            if name in (b.value_name, b.rv_name):
+                return b
+        raise KeyError(f"no variable named {name!r} in the flat layout (have {self.rv_names})")
+
+    def to_point(self, x) -> dict[str, np.ndarray]:
+        """One flat vector ``(dim,)`` -> ``{value_name: array of the variable's shape}``."""
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.dim,):
+            raise ValueError(f"expected a flat vector of shape ({self.dim},), got {x.shape}")
+        return {b.value_name: x[b.start : b.stop].reshape(b.shape) for b in self.blocks}
+
+    def to_points(self, X) -> dict[str, np.ndarray]:
+        """A batch ``(n, dim)`` -> ``{value_name: array (n, *shape)}``."""
+        X = np.asarray(X, dtype=float)
+        n = X.shape[0]
+        return {b.value_name: X[:, b.start : b.stop].reshape((n, *b.shape)) for b in self.blocks}
+
+    def from_point(self, point: dict) -> np.ndarray:
+        """``{value_name: array}`` -> flat vector ``(dim,)``. Extra keys are ignored."""
+        x = np.empty(self.dim)
+        for b in self.blocks:
+            if b.value_name not in point:
+                raise KeyError(f"point has no value for {b.value_name!r}")
+            x[b.start : b.stop] = np.asarray(point[b.value_name], dtype=float).reshape(-1)
+        return x
+
+    def from_points(self, points: dict) -> np.ndarray:
+        """``{value_name: array (n, *shape)}`` -> batch ``(n, dim)``."""
+        first = np.asarray(points[self.blocks[0].value_name])
+        n = first.shape[0]
+        X = np.empty((n, self.dim))
+        for b in self.blocks:
+            X[:, b.start : b.stop] = np.asarray(points[b.value_name], dtype=float).reshape(n, -1)
+        return X
+
+    def variable_of_coordinate(self, i: int) -> str:
+        """Name of the random variable that owns flat coordinate ``i``."""
+        for b in self.blocks:
+            if b.start <= i < b.stop:
+                return b.rv_name
+        raise IndexError(i)
+
+    def __repr__(self):
+        inner = ", ".join(f"{b.value_name}{list(b.shape)}" for b in self.blocks)
+        return f"FlatLayout(dim={self.dim}: {inner})"
+
+
+def layout_from_model(model) -> FlatLayout:
+    """The flat layout of a PyMC model's value variables (in ``model.value_vars`` order)."""
+    point = model.initial_point()
+    blocks, start = [], 0
+    for value_var in model.value_vars:
+        rv = model.values_to_rvs[value_var]
+        shape = tuple(int(s) for s in np.shape(point[value_var.name]))
+        size = int(np.prod(shape, dtype=int))
+        blocks.append(VarBlock(value_var.name, rv.name, shape, start, start + size))
+        start += size
+    return FlatLayout(blocks)
