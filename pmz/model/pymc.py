@@ -199,6 +199,18 @@ class CompiledModel:
         with self.model:
             return _compile_pymc([self._x], hess, mode=self.mode, on_unused_input="ignore")
 
+    def to_constrained(self, X) -> dict[str, np.ndarray]:
+        """Flat particles ``(n, dim)`` -> ``{rv_name: constrained values (n, *shape)}`` (one batched call)."""
+        if getattr(self, "_fn_constrained", None) is None:
+            named = _constrained_graph(self.model, self._x)
+            self._constrained_names = list(named)
+            batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
+            with self.model:
+                self._fn_constrained = _compile_pymc([self._X], batched, on_unused_input="ignore")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        values = self._fn_constrained(X)
+        return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
+
     def initial_point(self) -> np.ndarray:
         """PyMC's initial point of the model as a flat vector."""
         return self.layout.from_point(self.model.initial_point())
@@ -223,3 +235,18 @@ def compile_model(model=None, **kwargs) -> CompiledModel:
     """Compile ``model`` (or the model of the current ``with`` context) for pmz. See :class:`CompiledModel`."""
     model = pm.modelcontext(model)
     return CompiledModel(model, **kwargs)
+
+
+def _constrained_graph(model, x):
+    """Constrained values of the free RVs as graphs of the flat vector ``x`` (value transforms undone)."""
+    layout = layout_from_model(model)
+    out = {}
+    for block, rv, value_var in zip(layout.blocks, model.free_RVs, model.value_vars):
+        piece = x[block.start : block.stop].reshape(block.shape) if block.shape else x[block.start]
+        transform = model.rvs_to_transforms.get(rv)
+        out[rv.name] = transform.backward(piece, *rv.owner.inputs) if transform is not None else piece
+    # transform parameters may depend on other free RVs: express them through x as well
+    replace = {rv: out[rv.name] for rv in model.free_RVs}
+    names = list(out)
+    values = graph_replace([pt.as_tensor(out[n]) for n in names], replace, strict=False)
+    return dict(zip(names, values))

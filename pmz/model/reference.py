@@ -77,6 +77,9 @@ class PriorReference:
     def log_density(self, X) -> np.ndarray:
         return self.compiled.log_densities(X)[0]
 
+    def grad_log_density(self, X) -> np.ndarray:
+        return self.compiled.log_densities_and_grads(X)[2]
+
     def __repr__(self):
         return f"PriorReference(dim={self.dim})"
 

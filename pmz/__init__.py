@@ -1,0 +1,28 @@
+"""pmz: model evidence (log Z) and Bayes factors for PyMC models.
+
+>>> import pymc as pm, pmz                                           # doctest: +SKIP
+>>> with pm.Model() as model:                                        # doctest: +SKIP
+...     ...
+>>> res = pmz.evidence(model, method="ais", random_seed=1)           # doctest: +SKIP
+>>> res.log_z, res.log_z_se                                          # doctest: +SKIP
+"""
+
+__version__ = "0.1.0"
+
+from . import systems
+from .api import evidence
+from .compare import BayesFactor, bayes_factor, compare
+from .model.pymc import ModelSpecificationError
+from .results import EvidenceResult, load
+
+__all__ = [
+    "evidence",
+    "compare",
+    "bayes_factor",
+    "BayesFactor",
+    "EvidenceResult",
+    "load",
+    "ModelSpecificationError",
+    "systems",
+    "__version__",
+]

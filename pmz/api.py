@@ -1,0 +1,180 @@
+"""``pmz.evidence``: argument checking and dispatch to a registered method."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from numbers import Integral
+
+import numpy as np
+
+import pymc as pm
+
+from .families import GeometricPath, PowerPosterior
+from .kernels import KERNELS, Kernel
+from .model.pymc import CompiledModel, ModelSpecificationError
+from .model.reference import laplace_reference
+from .registry import COMMON_DEFAULTS, METHODS
+from .results import EvidenceResult, make_result
+
+__all__ = ["evidence"]
+
+_POSITIVE_INTS = ("n_paths", "n_temps", "n_steps_per_temp", "n_leapfrog")
+_NON_NEGATIVE_INTS = ("n_pilot", "n_adapt", "n_bootstrap")
+
+
+def _check_options(method: str, options: dict) -> dict:
+    spec = METHODS[method]
+    allowed = {**COMMON_DEFAULTS, **spec.defaults}
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(
+            f"pmz.evidence(method={method!r}) got unknown option(s) {unknown}; valid options are {sorted(allowed)}"
+        )
+    merged = {**allowed, **options}
+    for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
+        if name not in merged:
+            continue
+        value = merged[name]
+        low = 1 if name in _POSITIVE_INTS else 0
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+            kind = "a positive" if low else "a non-negative"
+            raise ValueError(f"pmz: {name} must be {kind} integer, got {value!r}")
+    if "n_paths" in merged and merged["n_paths"] < 2:
+        raise ValueError(f"pmz: n_paths must be at least 2 (an error bar needs several paths), got {merged['n_paths']}")
+    if merged.get("chunk_size") is not None:
+        c = merged["chunk_size"]
+        if isinstance(c, bool) or not isinstance(c, Integral) or c < 1:
+            raise ValueError(f"pmz: chunk_size must be a positive integer or None, got {c!r}")
+    return merged
+
+
+def _make_kernel(options) -> Kernel:
+    kernel = options["kernel"]
+    if isinstance(kernel, Kernel):
+        return kernel
+    if kernel == "hmc":
+        return KERNELS["hmc"](n_leapfrog=options["n_leapfrog"])
+    if kernel in KERNELS:
+        return KERNELS[kernel]()
+    raise ValueError(f"pmz: unknown kernel {kernel!r}; choose one of {sorted(KERNELS)} or pass a pmz Kernel")
+
+
+def _make_family(compiled: CompiledModel, reference):
+    if isinstance(reference, str):
+        if reference == "prior":
+            return PowerPosterior(compiled)
+        if reference == "laplace":
+            return GeometricPath(compiled, laplace_reference(compiled))
+        raise ValueError(f"pmz: unknown reference {reference!r}; use 'prior', 'laplace' or a reference object")
+    for member in ("sample", "log_density", "grad_log_density", "dim"):
+        if not hasattr(reference, member):
+            raise TypeError(f"pmz: a reference object needs .{member} (see pmz.model.GaussianReference)")
+    return GeometricPath(compiled, reference)
+
+
+def _check_start(family, compiled: CompiledModel, rng, n_check: int = 16):
+    """Evaluate the log density at a few start draws; name the variable behind NaN / inf."""
+    X = family.sample_start(rng, n_check)
+    parts = family.parts(X)
+    bad_f0 = ~np.isfinite(parts.log_f0)
+    bad_u = np.isnan(parts.U) | (parts.U == np.inf)
+    all_zero = np.all(parts.U == -np.inf)
+    if not (bad_f0.any() or bad_u.any() or all_zero):
+        return
+    i = int(np.argmax(bad_f0 | bad_u)) if (bad_f0.any() or bad_u.any()) else 0
+    per_var = compiled.point_logps(X[i])
+    culprits = [name for name, value in per_var.items() if not np.isfinite(value)]
+    value = parts.log_f0[i] if bad_f0[i] else parts.U[i]
+    raise ModelSpecificationError(
+        f"pmz: the log density is {value} at the initial particles ({family.name} start); "
+        f"non-finite terms: {culprits or 'none per variable (check pm.Potential terms)'}. "
+        "Check the priors' supports, the observed data (NaN?) and any pm.Potential."
+    )
+
+
+def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: bool = True, **options) -> EvidenceResult:
+    """Estimate the log evidence (log marginal likelihood) of a PyMC model.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        The model; default: the model of the current ``with`` context.
+    method : str
+        ``"ais"``: forward annealed importance sampling along the power posterior
+        ``prior(x) likelihood(x)^beta`` (or a geometric path from ``reference``), Jarzynski estimator.
+    random_seed : int, numpy SeedSequence or Generator, optional
+        The same seed gives bit-identical results.
+    progressbar : bool
+        Show a progress bar.
+    **options
+        Method options (keyword only). For ``"ais"``: ``n_paths`` (512), ``n_temps`` (200), ``schedule``
+        ("power": b_k = (k/K)^4; also "linear", "geometric", "sigmoidal" or an array), ``n_steps_per_temp`` (1),
+        ``kernel`` ("hmc" or "rwmh"), ``n_leapfrog`` (10), ``reference`` ("prior" or "laplace"),
+        ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune`` (True),
+        ``n_pilot`` (256), ``n_adapt`` (3), ``chunk_size``, ``n_bootstrap`` (1000), ``keep_particles``,
+        ``compile_mode`` (e.g. "NUMBA").
+
+    Returns
+    -------
+    EvidenceResult
+        An ``arviz.InferenceData`` with ``.log_z``, ``.log_z_se`` and ``posterior.log_z``.
+
+    Examples
+    --------
+    >>> import pymc as pm, pmz
+    >>> with pm.Model():                                   # doctest: +SKIP
+    ...     mu = pm.Normal("mu", 0, 2)
+    ...     pm.Normal("y", mu, 1, observed=[0.3, -0.1, 0.8])
+    ...     res = pmz.evidence(random_seed=1, progressbar=False)
+    >>> res.log_z, res.log_z_se                            # doctest: +SKIP
+    (-4.65..., 0.00...)
+    """
+    if method not in METHODS:
+        raise ValueError(f"pmz: unknown method {method!r}; available: {sorted(METHODS)}")
+    model = pm.modelcontext(model)
+    options = _check_options(method, options)
+    spec = METHODS[method]
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(random_seed)
+    check_rng, run_rng, estimate_rng, result_rng = rng.spawn(4)
+
+    compiled = CompiledModel(model, potentials=options["potentials"], mode=options["compile_mode"])
+    family = _make_family(compiled, options["reference"])
+    kernel = _make_kernel(options)
+    _check_start(family, compiled, check_rng)
+
+    record = spec.run(family, kernel, options, run_rng, progressbar)
+    estimate = spec.estimate(record, options, estimate_rng)
+    for message in estimate.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
+
+    particles = None
+    if options["keep_particles"] and getattr(record, "final_x", None) is not None:
+        particles = compiled.to_constrained(record.final_x)
+    attrs = {
+        "options": {k: v for k, v in options.items() if not isinstance(v, Kernel | np.ndarray)},
+        "random_seed": random_seed if isinstance(random_seed, Integral | type(None)) else repr(random_seed),
+        "family": family.name,
+        "kernel": kernel.name,
+        "dim": compiled.dim,
+        "n_logp_evals": compiled.n_logp_evals,
+        "n_grad_evals": compiled.n_grad_evals,
+        "wall_time": time.perf_counter() - t0,
+        **_versions(),
+    }
+    return make_result(estimate, record=record, particles=particles, attrs=attrs, rng=result_rng)
+
+
+def _versions() -> dict:
+    import arviz
+    import pytensor
+
+    from . import __version__
+
+    return {
+        "pmz_version": __version__,
+        "pymc_version": pm.__version__,
+        "pytensor_version": pytensor.__version__,
+        "arviz_version": arviz.__version__,
+    }

@@ -1,0 +1,20 @@
+"""Batched Markov kernels that leave a tempered density invariant, and their tuning."""
+
+from .base import Kernel, KernelInfo, KernelParams, ParticleState
+from .hmc import HamiltonianMC
+from .rwmh import RandomWalkMetropolis
+from .tuning import TuningResult, tune_along_schedule
+
+KERNELS = {"hmc": HamiltonianMC, "rwmh": RandomWalkMetropolis}
+
+__all__ = [
+    "Kernel",
+    "KernelInfo",
+    "KernelParams",
+    "ParticleState",
+    "HamiltonianMC",
+    "RandomWalkMetropolis",
+    "TuningResult",
+    "tune_along_schedule",
+    "KERNELS",
+]

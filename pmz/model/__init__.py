@@ -1,0 +1,18 @@
+"""From a PyMC model to batched log densities on one flat unconstrained vector."""
+
+from .points import FlatLayout, VarBlock, layout_from_model
+from .pymc import CompiledModel, ModelSpecificationError, compile_model
+from .reference import GaussianReference, PriorReference, find_map, laplace_reference
+
+__all__ = [
+    "FlatLayout",
+    "VarBlock",
+    "layout_from_model",
+    "CompiledModel",
+    "ModelSpecificationError",
+    "compile_model",
+    "GaussianReference",
+    "PriorReference",
+    "find_map",
+    "laplace_reference",
+]

@@ -1,0 +1,200 @@
+"""EvidenceResult: an ``arviz.InferenceData`` that carries a log Z estimate, its se and what produced it.
+
+Groups
+------
+posterior
+    ``log_z`` (chain, draw): draws describing the estimate's uncertainty. For methods without a Bayesian
+    posterior they are stratified draws of ``N(log_z, log_z_se^2)`` (normal quantiles at ``(i + 1/2) / n``,
+    randomly ordered), so ``az.summary`` reproduces the point estimate and its se. attrs: ``log_z``,
+    ``log_z_se``, ``method`` and the run's metadata.
+work
+    Per-path statistics: ``work_forward`` (path) = ``-log w`` (and ``work_reverse`` for two-way methods).
+schedule
+    Per-temperature statistics: ``beta``, ``acceptance``, ``step_size``, ``ess`` (temperature).
+evidence
+    The estimator's diagnostics (scalars, bootstrap replicates with dim ``bootstrap``).
+particles
+    Final particles as constrained model variables (path, ...) with their ``log_weight``: weighted draws of
+    the posterior (resample by ``exp(log_weight)`` to get equally weighted ones).
+
+All ArviZ-specific conversion lives here, so that a move to ArviZ 1 / DataTree is one change.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import arviz as az
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from .records import EvidenceEstimate, WorkRecord
+
+__all__ = ["EvidenceResult", "make_result", "load"]
+
+_SCALAR_TYPES = (int, float, np.integer, np.floating, bool, np.bool_)
+
+
+class EvidenceResult(az.InferenceData):
+    """InferenceData with ``.log_z``, ``.log_z_se`` and ``.method`` (see the module docstring for groups)."""
+
+    @property
+    def log_z(self) -> float:
+        """The log Z estimate (log evidence)."""
+        return float(self.posterior.attrs["log_z"])
+
+    @property
+    def log_z_se(self) -> float:
+        """Standard error of :attr:`log_z`."""
+        return float(self.posterior.attrs["log_z_se"])
+
+    @property
+    def method(self) -> str:
+        return str(self.posterior.attrs["method"])
+
+    @property
+    def run_attrs(self) -> dict:
+        """Metadata of the run: options, seed, versions, wall time, log-density evaluations."""
+        return dict(self.posterior.attrs)
+
+    def __repr__(self) -> str:
+        a = self.posterior.attrs
+        lines = [
+            f"EvidenceResult  method={a.get('method')!r}",
+            f"  log Z = {self.log_z:.4f} +/- {self.log_z_se:.4f} (se)",
+        ]
+        if "wall_time" in a:
+            lines.append(
+                f"  wall time {float(a['wall_time']):.2f} s, {int(a.get('n_logp_evals', 0))} log-density and "
+                f"{int(a.get('n_grad_evals', 0))} gradient evaluations"
+            )
+        lines.append(f"  groups: {', '.join(self.groups())}")
+        return "\n".join(lines)
+
+    def _repr_html_(self):  # notebooks: the short text first, then ArviZ's own view
+        return f"<pre>{self!r}</pre>" + super()._repr_html_()
+
+
+def _normal_draws(log_z, se, n_chains, n_draws, rng):
+    n = n_chains * n_draws
+    quantiles = stats.norm.ppf((np.arange(n) + 0.5) / n)
+    draws = log_z + se * quantiles
+    return rng.permutation(draws).reshape(n_chains, n_draws)
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, _SCALAR_TYPES + (str, type(None))):
+        return value
+    return repr(value)
+
+
+def _netcdf_attr(value):
+    """attrs must be numbers or strings for netcdf; everything else becomes JSON."""
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, _SCALAR_TYPES + (str,)):
+        return value
+    return json.dumps(_jsonable(value))
+
+
+def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
+    data, attrs = {}, {}
+    for key, value in diagnostics.items():
+        if isinstance(value, _SCALAR_TYPES):
+            data[key] = ((), float(value))
+        elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiub":
+            dim = "bootstrap" if key.startswith("bootstrap") else f"{key}_dim"
+            data[key] = ((dim,), value)
+        else:
+            attrs[key] = _netcdf_attr(value)
+    return xr.Dataset(data, attrs=attrs)
+
+
+def _work_datasets(record: WorkRecord):
+    work = xr.Dataset(
+        {f"work_{record.direction}": (("path",), record.work)},
+        coords={"path": np.arange(record.n_paths)},
+        attrs={
+            "log_z0": record.log_z0,
+            "n_steps_per_temp": record.n_steps_per_temp,
+            "kernel": record.kernel,
+            "tuning": _netcdf_attr(record.tuning),
+        },
+    )
+    per_temp = {"beta": (("temperature",), record.schedule)}
+    for name, values in (("acceptance", record.acceptance), ("step_size", record.step_size), ("ess", record.ess_path)):
+        if values is not None:
+            per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
+    schedule = xr.Dataset(per_temp, coords={"temperature": np.arange(record.schedule.size)})
+    return work, schedule
+
+
+def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
+    data = {"log_weight": (("path",), np.asarray(log_weights, dtype=float))}
+    for name, values in particles.items():
+        values = np.asarray(values)
+        dims = ("path",) + tuple(f"{name}_dim_{i}" for i in range(values.ndim - 1))
+        data[name] = (dims, values)
+    return xr.Dataset(data)
+
+
+def make_result(
+    estimate: EvidenceEstimate,
+    *,
+    record: WorkRecord | None = None,
+    particles: dict | None = None,
+    attrs: dict | None = None,
+    rng: np.random.Generator | None = None,
+    n_chains: int = 4,
+    n_draws: int = 1000,
+) -> EvidenceResult:
+    """Assemble an :class:`EvidenceResult` from an estimate, its record and the run's metadata."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    if estimate.log_z_draws is not None:
+        draws = np.asarray(estimate.log_z_draws, dtype=float)
+        draws = draws.reshape(1, -1) if draws.ndim == 1 else draws
+    else:
+        draws = _normal_draws(estimate.log_z, estimate.log_z_se, n_chains, n_draws, rng)
+    post_attrs = {
+        "log_z": float(estimate.log_z),
+        "log_z_se": float(estimate.log_z_se),
+        "method": estimate.method,
+        "inference_library": "pmz",
+        "warnings": json.dumps(list(estimate.warnings)),
+    }
+    for key, value in (attrs or {}).items():
+        post_attrs[key] = _netcdf_attr(value)
+    groups = {
+        "posterior": xr.Dataset(
+            {"log_z": (("chain", "draw"), draws)},
+            coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
+            attrs=post_attrs,
+        ),
+        "evidence": _diagnostics_dataset(estimate.diagnostics),
+    }
+    if record is not None:
+        groups["work"], groups["schedule"] = _work_datasets(record)
+        if particles is not None:
+            groups["particles"] = _particles_dataset(particles, record.log_weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return EvidenceResult(**groups)
+
+
+def load(path) -> EvidenceResult:
+    """Read a result written by ``EvidenceResult.to_netcdf(path)``; ``.log_z`` etc. are restored."""
+    idata = az.from_netcdf(path)
+    groups = {name: getattr(idata, name).load() for name in idata.groups()}
+    if "posterior" not in groups or "log_z" not in groups["posterior"].attrs:
+        raise ValueError(f"pmz: {path} does not hold a pmz EvidenceResult (no posterior.log_z attributes)")
+    return EvidenceResult(**groups)
