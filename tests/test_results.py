@@ -1,0 +1,93 @@
+"""EvidenceResult (InferenceData), netcdf round trip, compare and bayes_factor."""
+
+import arviz as az
+import numpy as np
+import pytest
+
+import pmz
+from pmz.records import EvidenceEstimate
+from pmz.results import make_result
+
+
+@pytest.fixture(scope="module")
+def result():
+    system = pmz.systems.normal_mean()
+    return pmz.evidence(system.model, random_seed=7, progressbar=False, n_paths=64, n_temps=20)
+
+
+def test_result_is_inference_data(result):
+    assert isinstance(result, az.InferenceData)
+    assert isinstance(result.log_z, float) and isinstance(result.log_z_se, float)
+    assert result.method == "ais"
+    summary = az.summary(result, var_names=["log_z"])
+    assert summary.loc["log_z", "mean"] == pytest.approx(result.log_z, abs=1e-3 + 0.01 * result.log_z_se)
+    assert summary.loc["log_z", "sd"] == pytest.approx(result.log_z_se, rel=0.05)
+    text = repr(result)
+    assert "log Z" in text and f"{result.log_z:.4f}" in text
+
+
+def test_netcdf_round_trip(result, tmp_path):
+    path = tmp_path / "res.nc"
+    result.to_netcdf(str(path))
+    back = pmz.load(str(path))
+    assert isinstance(back, pmz.EvidenceResult)
+    assert back.log_z == result.log_z and back.log_z_se == result.log_z_se and back.method == result.method
+    assert set(back.groups()) == set(result.groups())
+    np.testing.assert_array_equal(back.work["work_forward"].values, result.work["work_forward"].values)
+    assert back.run_attrs["pmz_version"] == pmz.__version__
+
+
+def test_load_rejects_foreign_files(tmp_path):
+    path = tmp_path / "other.nc"
+    az.from_dict(posterior={"x": np.zeros((1, 5))}).to_netcdf(str(path))
+    with pytest.raises(ValueError, match="EvidenceResult"):
+        pmz.load(str(path))
+
+
+def test_normal_draws_reproduce_estimate():
+    est = EvidenceEstimate(log_z=-3.0, log_z_se=0.25, method="test")
+    res = make_result(est)
+    draws = res.posterior["log_z"].values
+    assert draws.shape == (4, 1000)
+    assert draws.mean() == pytest.approx(-3.0, abs=1e-12)
+    assert draws.std() == pytest.approx(0.25, rel=0.01)
+
+
+def _fake(log_z, se, method="ais"):
+    return make_result(EvidenceEstimate(log_z=log_z, log_z_se=se, method=method))
+
+
+def test_bayes_factor_propagates_se():
+    bf = pmz.bayes_factor(_fake(-10.0, 0.3), _fake(-12.0, 0.4))
+    assert bf.log_bf == pytest.approx(2.0)
+    assert bf.log_bf_se == pytest.approx(0.5)
+    assert bf.bf == pytest.approx(np.exp(2.0))
+    assert pmz.bayes_factor((-1.0, 0.0), (-1.0, 0.0)).log_bf == 0.0
+
+
+def test_compare_table():
+    table = pmz.compare({"a": _fake(-12.0, 0.4), "b": _fake(-10.0, 0.3), "c": _fake(-15.0, 0.1)})
+    assert list(table.index) == ["b", "a", "c"]
+    assert list(table["rank"]) == [0, 1, 2]
+    assert table.loc["b", "log_bf"] == 0.0 and table.loc["b", "log_bf_se"] == 0.0
+    assert table.loc["a", "log_bf"] == pytest.approx(-2.0)
+    assert table.loc["a", "log_bf_se"] == pytest.approx(0.5)
+    p = np.exp([-12.0, -10.0, -15.0])
+    p /= p.sum()
+    assert table.loc["a", "probability"] == pytest.approx(p[0])
+    assert table["probability"].sum() == pytest.approx(1.0)
+    assert set(table.columns) >= {"log_z", "log_z_se", "log_bf", "log_bf_se", "probability", "method"}
+
+
+def test_compare_with_prior_and_errors():
+    res = {"a": _fake(-1.0, 0.1), "b": _fake(-1.0, 0.1)}
+    table = pmz.compare(res, prior={"a": 0.75, "b": 0.25})
+    assert table.loc["a", "probability"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="sum to 1"):
+        pmz.compare(res, prior={"a": 0.5, "b": 0.6})
+    with pytest.raises(ValueError, match="no probability"):
+        pmz.compare(res, prior={"a": 1.0})
+    with pytest.raises(TypeError, match="EvidenceResult"):
+        pmz.compare({"a": "not a result"})
+    with pytest.raises(ValueError, match="at least one"):
+        pmz.compare({})
