@@ -49,11 +49,12 @@ class WorkRecord:
     final_x : ndarray or None, shape (n_paths, dim)
         Final particle positions in the flat unconstrained space (weighted draws of p_1), if kept.
     n_logp_evals : int
-        Particle log-density evaluations (value only) spent by the run, including tuning.
+        Particle log-density evaluations (value only) spent by this run.
     n_grad_evals : int
-        Particle log-density evaluations with gradients spent by the run, including tuning.
+        Particle log-density evaluations with gradients spent by this run.
     tuning : dict
-        How the kernel parameters were chosen (pilot paths, iterations, target acceptance).
+        How the kernel parameters were chosen (pilot size, adaptation steps, target acceptance, and the
+        pilot's own evaluation counts ``pilot_logp_evals`` / ``pilot_grad_evals``).
     """
 
     log_weights: np.ndarray

@@ -51,6 +51,7 @@ def _run_forward_ais(family, kernel, options, rng, progressbar):
             tune_rng,
             n_pilot=min(options["n_pilot"], options["n_paths"]) if options["n_pilot"] else options["n_paths"],
             n_adapt=options["n_adapt"],
+            progressbar=progressbar,
         )
         params = tuned.params
         tuning = {

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..progress import progress_bar
 from ..weights import ess, normalized_weights, systematic_resample
 from .base import Kernel, KernelParams
 
@@ -65,6 +66,7 @@ def tune_along_schedule(
     gain: float = 2.0,
     adapt_scale: bool = True,
     initial: KernelParams | None = None,
+    progressbar: bool = False,
 ) -> TuningResult:
     """Tune the kernel at every temperature of ``schedule`` on a pilot population (see module docstring)."""
     schedule = np.asarray(schedule, dtype=float)
@@ -77,7 +79,9 @@ def tune_along_schedule(
     scale = _weighted_scale(state.x, log_w) if adapt_scale else params0.scale
     params = [KernelParams(float(np.exp(log_eps)), scale, params0.n_leapfrog)]
     pilot_acceptance = np.full(K + 1, np.nan)
+    bar = progress_bar(total=K, desc="tuning", disable=not progressbar)
     for k in range(1, K + 1):
+        bar.update(1)
         beta = schedule[k]
         log_w = log_w + (schedule[k] - schedule[k - 1]) * state.parts.U
         log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
@@ -93,4 +97,5 @@ def tune_along_schedule(
             pilot_acceptance[k] = accept
             log_eps = float(np.clip(log_eps + gain * (accept - kernel.target_acceptance), -12.0, 3.0))
         params.append(KernelParams(float(np.exp(log_eps)), scale, params0.n_leapfrog))
+    bar.close()
     return TuningResult(params, pilot_acceptance, n_pilot, n_adapt)
