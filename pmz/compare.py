@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
+
+from .weights import logsumexp
 
 __all__ = ["BayesFactor", "bayes_factor", "compare"]
 

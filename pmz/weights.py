@@ -8,9 +8,17 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
+__all__ = ["logsumexp", "ess", "log_mean_weight", "normalized_weights", "systematic_resample"]
 
-__all__ = ["ess", "log_mean_weight", "normalized_weights", "systematic_resample"]
+
+def logsumexp(a, axis=None):
+    """``log sum exp(a)`` along ``axis``, stable for -inf entries (a small, fast version for 1-d/2-d weights)."""
+    a = np.asarray(a, dtype=float)
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return out.item() if axis is None else np.squeeze(out, axis=axis)
 
 
 def ess(log_w) -> float:

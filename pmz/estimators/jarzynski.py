@@ -11,11 +11,10 @@ pmz warns when ESS / M < 0.1.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import ess as kish_ess
-from ..weights import log_mean_weight
+from ..weights import log_mean_weight, logsumexp
 
 __all__ = ["jarzynski", "bootstrap_log_mean_weight"]
 

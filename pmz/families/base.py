@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LogDensityParts", "TemperedFamily"]
+__all__ = ["LogDensityParts", "TemperedFamily", "ModelFamily"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,19 @@ class TemperedFamily:
     def n_grad_evals(self) -> int:
         """Particle evaluations with gradients so far."""
         return 0
+
+
+class ModelFamily(TemperedFamily):
+    """A tempered family built on a :class:`~pmz.model.pymc.CompiledModel`; its counters are the model's."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.dim = compiled.dim
+
+    @property
+    def n_logp_evals(self) -> int:
+        return self.compiled.n_logp_evals
+
+    @property
+    def n_grad_evals(self) -> int:
+        return self.compiled.n_grad_evals

@@ -8,12 +8,12 @@ gives); ``U = log prior + log lik - log q``. A reference close to the posterior 
 from __future__ import annotations
 
 from ..model.pymc import CompiledModel
-from .base import LogDensityParts, TemperedFamily
+from .base import LogDensityParts, ModelFamily
 
 __all__ = ["GeometricPath"]
 
 
-class GeometricPath(TemperedFamily):
+class GeometricPath(ModelFamily):
     """Tempered family from a reference ``q`` (beta = 0) to prior x likelihood (beta = 1).
 
     Parameters
@@ -44,11 +44,3 @@ class GeometricPath(TemperedFamily):
             return LogDensityParts(log_q, lp + ll - log_q, grad_q, glp + gll - grad_q)
         lp, ll = self.compiled.log_densities(X)
         return LogDensityParts(log_q, lp + ll - log_q)
-
-    @property
-    def n_logp_evals(self):
-        return self.compiled.n_logp_evals
-
-    @property
-    def n_grad_evals(self):
-        return self.compiled.n_grad_evals

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..model.reference import PriorReference
-from .base import LogDensityParts, TemperedFamily
+from .base import LogDensityParts, ModelFamily
 
 __all__ = ["PowerPosterior"]
 
 
-class PowerPosterior(TemperedFamily):
+class PowerPosterior(ModelFamily):
     """Tempered family from the prior (beta = 0) to the posterior (beta = 1) of a compiled PyMC model.
 
     Raises
@@ -36,8 +36,7 @@ class PowerPosterior(TemperedFamily):
                 "variables proper priors, or anneal from a reference distribution with reference='laplace' "
                 "(log Z is then relative to the improper prior's arbitrary scale)."
             )
-        self.compiled = compiled
-        self.dim = compiled.dim
+        super().__init__(compiled)
         self.prior = PriorReference(compiled)
 
     def sample_start(self, rng, n):
@@ -49,11 +48,3 @@ class PowerPosterior(TemperedFamily):
             return LogDensityParts(lp, ll, glp, gll)
         lp, ll = self.compiled.log_densities(X)
         return LogDensityParts(lp, ll)
-
-    @property
-    def n_logp_evals(self):
-        return self.compiled.n_logp_evals
-
-    @property
-    def n_grad_evals(self):
-        return self.compiled.n_grad_evals

@@ -87,8 +87,11 @@ class CompiledModel:
 
     Examples
     --------
-    >>> cm = CompiledModel(model)                         # doctest: +SKIP
-    >>> log_prior, log_lik = cm.log_densities(X)          # X: (n, cm.dim) -> two (n,) arrays
+    >>> import numpy as np, pmz
+    >>> cm = CompiledModel(pmz.systems.normal_mean().model)
+    >>> log_prior, log_lik = cm.log_densities(np.zeros((5, cm.dim)))
+    >>> log_prior.shape, log_lik.shape
+    ((5,), (5,))
     """
 
     def __init__(self, model: pm.Model, *, potentials: str = "likelihood", mode=None, block_size=None):

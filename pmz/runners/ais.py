@@ -12,10 +12,10 @@ get their own random streams. The runner records; it never computes log Z (see `
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..kernels.base import Kernel
 from ..records import WorkRecord
+from ..weights import logsumexp
 from ..progress import progress_bar
 
 __all__ = ["run_ais"]
