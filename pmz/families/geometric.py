@@ -27,9 +27,8 @@ class GeometricPath(ModelFamily):
     def __init__(self, compiled: CompiledModel, reference):
         if reference.dim != compiled.dim:
             raise ValueError(f"reference has dimension {reference.dim}, the model {compiled.dim}")
-        self.compiled = compiled
+        super().__init__(compiled)
         self.reference = reference
-        self.dim = compiled.dim
         self.log_z0 = float(getattr(reference, "log_z", 0.0))
         self.name = f"geometric from {getattr(reference, 'name', 'reference')}"
 
