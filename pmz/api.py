@@ -21,7 +21,7 @@ from .results import EvidenceResult, make_result
 __all__ = ["evidence"]
 
 _POSITIVE_INTS = ("n_paths", "n_temps", "n_steps_per_temp", "n_leapfrog")
-_NON_NEGATIVE_INTS = ("n_pilot", "n_adapt", "n_bootstrap")
+_NON_NEGATIVE_INTS = ("n_pilot", "n_adapt", "n_tune_temps", "n_bootstrap")
 
 
 def _check_options(method: str, options: dict) -> dict:
@@ -128,7 +128,7 @@ def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: 
         ("power": b_k = (k/K)^4; also "linear", "geometric", "sigmoidal" or an array), ``n_steps_per_temp`` (1),
         ``kernel`` ("hmc" or "rwmh"), ``n_leapfrog`` (10), ``reference`` ("prior" or "laplace"),
         ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune`` (True),
-        ``n_pilot`` (256), ``n_adapt`` (3), ``chunk_size``, ``n_bootstrap`` (1000), ``keep_particles``,
+        ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap`` (1000), ``keep_particles``,
         ``compile_mode`` (e.g. "NUMBA").
 
     Returns

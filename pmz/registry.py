@@ -51,12 +51,14 @@ def _run_forward_ais(family, kernel, options, rng, progressbar):
             tune_rng,
             n_pilot=min(options["n_pilot"], options["n_paths"]) if options["n_pilot"] else options["n_paths"],
             n_adapt=options["n_adapt"],
+            n_tune_temps=options["n_tune_temps"],
             progressbar=progressbar,
         )
         params = tuned.params
         tuning = {
             "n_pilot": tuned.n_pilot,
             "n_adapt": tuned.n_adapt,
+            "n_tune_temps": options["n_tune_temps"],
             "target_acceptance": kernel.target_acceptance,
             "pilot_logp_evals": family.n_logp_evals - evals0,
             "pilot_grad_evals": family.n_grad_evals - grads0,
@@ -95,7 +97,8 @@ METHODS: dict[str, Method] = {
             "n_steps_per_temp": 1,
             "tune": True,
             "n_pilot": 256,
-            "n_adapt": 3,
+            "n_adapt": 4,
+            "n_tune_temps": 40,
             "chunk_size": None,
             "n_bootstrap": 1000,
         },

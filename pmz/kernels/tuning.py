@@ -5,11 +5,12 @@ Adapting step sizes on the production paths themselves would make the kernels de
 pmz therefore tunes on a separate pilot population (its own random stream) and freezes the resulting table
 ``params[k]`` before the production paths start; the production run is then exact AIS.
 
-The pilot is a small resample-move sweep along the schedule: ``n_pilot`` particles start at exact draws of f0;
-at each temperature the particles are reweighted by ``(b_k - b_{k-1}) U``, resampled (systematic) when the ESS
-falls below half, and their weighted per-coordinate sd gives ``scale_k``; then ``n_adapt`` kernel steps at
-``b_k`` adapt the step size towards the kernel's target acceptance by
-``log eps <- log eps + gain * (mean acceptance - target)`` (starting from the previous temperature's value).
+The pilot is a small resample-move sweep along (a coarse sub-grid of) the schedule: ``n_pilot`` particles start
+at exact draws of f0; at each visited temperature the particles are reweighted by ``(b_k - b_{k'}) U``, their
+weighted per-coordinate sd gives ``scale_k``, they are resampled (systematic) when the ESS falls below half, and
+``n_adapt`` kernel steps at ``b_k`` adapt the step size towards the kernel's target acceptance by
+``log eps <- log eps + gain * (mean acceptance - target)`` (starting from the previous visited temperature's
+value). Temperatures between visited ones get log-linearly interpolated parameters.
 """
 
 from __future__ import annotations
@@ -62,40 +63,48 @@ def tune_along_schedule(
     rng: np.random.Generator,
     *,
     n_pilot: int = 256,
-    n_adapt: int = 3,
+    n_adapt: int = 4,
+    n_tune_temps: int = 40,
     gain: float = 2.0,
     adapt_scale: bool = True,
     initial: KernelParams | None = None,
     progressbar: bool = False,
 ) -> TuningResult:
-    """Tune the kernel at every temperature of ``schedule`` on a pilot population (see module docstring)."""
+    """Tune the kernel along ``schedule`` on a pilot population (see module docstring).
+
+    The pilot visits ``n_tune_temps`` temperatures evenly spaced in the schedule's index (all of them when
+    the schedule is shorter); ``log step_size`` and ``log scale`` are interpolated linearly in the index
+    between them, so the pilot's cost does not grow with K.
+    """
     schedule = np.asarray(schedule, dtype=float)
     K = schedule.size - 1
+    tune_idx = np.unique(np.round(np.linspace(0, K, min(int(n_tune_temps), K) + 1)).astype(int))
     params0 = initial if initial is not None else kernel.default_params(family.dim)
-    X = family.sample_start(rng, n_pilot)
-    state = kernel.init_state(family, X)
+    state = kernel.init_state(family, family.sample_start(rng, n_pilot))
     log_w = np.zeros(n_pilot)
-    log_eps = np.log(params0.step_size)
-    scale = _weighted_scale(state.x, log_w) if adapt_scale else params0.scale
-    params = [KernelParams(float(np.exp(log_eps)), scale, params0.n_leapfrog)]
+    log_eps = np.full(tune_idx.size, np.log(params0.step_size))
+    log_scale = np.empty((tune_idx.size, family.dim))
+    log_scale[0] = np.log(_weighted_scale(state.x, log_w) if adapt_scale else params0.scale)
     pilot_acceptance = np.full(K + 1, np.nan)
-    bar = progress_bar(total=K, desc="tuning", disable=not progressbar)
-    for k in range(1, K + 1):
-        bar.update(1)
-        beta = schedule[k]
-        log_w = log_w + (schedule[k] - schedule[k - 1]) * state.parts.U
-        log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
-        if ess(log_w) < 0.5 * n_pilot:
-            state = state.take(systematic_resample(rng, log_w))
-            log_w = np.zeros(n_pilot)
-        if adapt_scale:
-            scale = _weighted_scale(state.x, log_w)
-        for _ in range(n_adapt):
-            trial = KernelParams(float(np.exp(log_eps)), scale, params0.n_leapfrog)
-            state, info = kernel.step(rng, state, family, beta, trial)
-            accept = float(np.mean(info.acceptance))
-            pilot_acceptance[k] = accept
-            log_eps = float(np.clip(log_eps + gain * (accept - kernel.target_acceptance), -12.0, 3.0))
-        params.append(KernelParams(float(np.exp(log_eps)), scale, params0.n_leapfrog))
-    bar.close()
+    with progress_bar(total=tune_idx.size - 1, desc="tuning", disable=not progressbar) as bar:
+        for j in range(1, tune_idx.size):
+            k, k_prev = tune_idx[j], tune_idx[j - 1]
+            log_w = log_w + (schedule[k] - schedule[k_prev]) * state.parts.U
+            log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+            log_scale[j] = np.log(_weighted_scale(state.x, log_w)) if adapt_scale else log_scale[0]
+            if ess(log_w) < 0.5 * n_pilot:
+                state = state.take(systematic_resample(rng, log_w))
+                log_w = np.zeros(n_pilot)
+            eps = log_eps[j - 1]
+            for _ in range(n_adapt):
+                trial = KernelParams(float(np.exp(eps)), np.exp(log_scale[j]), params0.n_leapfrog)
+                state, info = kernel.step(rng, state, family, schedule[k], trial)
+                pilot_acceptance[k] = float(np.mean(info.acceptance))
+                eps = float(np.clip(eps + gain * (pilot_acceptance[k] - kernel.target_acceptance), -12.0, 3.0))
+            log_eps[j] = eps
+            bar.update(1)
+    grid = np.arange(K + 1)
+    step_size = np.exp(np.interp(grid, tune_idx, log_eps))
+    scale = np.exp(np.column_stack([np.interp(grid, tune_idx, log_scale[:, d]) for d in range(family.dim)]))
+    params = [KernelParams(float(step_size[k]), scale[k], params0.n_leapfrog) for k in range(K + 1)]
     return TuningResult(params, pilot_acceptance, n_pilot, n_adapt)
