@@ -20,6 +20,8 @@ class PowerPosterior(ModelFamily):
     Raises
     ------
     ModelSpecificationError
+        If ``pm.Potential`` terms were compiled into the prior part (``potentials="prior"``): the start
+        density would no longer be the samplable, normalised prior.
         If a prior is improper (``pm.Flat``, ``pm.HalfFlat``): it cannot be sampled and its normaliser is
         infinite, so the power path has no start. Use a proper prior or a reference path
         (``reference="laplace"``).
@@ -35,6 +37,12 @@ class PowerPosterior(ModelFamily):
                 "path starts from the prior, which must be proper (samplable and normalised). Give these "
                 "variables proper priors, or anneal from a reference distribution with reference='laplace' "
                 "(log Z is then relative to the improper prior's arbitrary scale)."
+            )
+        if compiled.potentials == "prior" and compiled.model.potentials:
+            raise ModelSpecificationError(
+                "pmz: potentials='prior' puts the pm.Potential terms into the start density of the power path, "
+                "which must be the prior alone (exact draws, normalised). Keep them tempered "
+                "(potentials='likelihood', the default) or anneal from a reference (reference='laplace')."
             )
         super().__init__(compiled)
         self.prior = PriorReference(compiled)

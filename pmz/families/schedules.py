@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 __all__ = ["make_schedule", "validate_schedule", "linear", "geometric", "power", "sigmoidal", "SCHEDULES"]
@@ -64,7 +66,7 @@ def make_schedule(schedule="power", n_temps: int | None = None, **options) -> np
     if isinstance(schedule, str):
         if schedule not in SCHEDULES:
             raise ValueError(f"pmz: unknown schedule {schedule!r}; choose one of {sorted(SCHEDULES)} or pass an array")
-        if n_temps is None or int(n_temps) != n_temps or n_temps < 1:
+        if isinstance(n_temps, bool) or not isinstance(n_temps, Integral) or n_temps < 1:
             raise ValueError(f"pmz: n_temps must be a positive integer, got {n_temps!r}")
         return validate_schedule(SCHEDULES[schedule](int(n_temps), **options))
     if options:

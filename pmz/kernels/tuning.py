@@ -34,7 +34,8 @@ class TuningResult:
     ----------
     params : list of KernelParams, length K + 1
     pilot_acceptance : ndarray (K + 1,)
-        Mean acceptance of the last adaptation step at each temperature (NaN at b_0).
+        Mean acceptance of the last adaptation step at each temperature the pilot visited (NaN at b_0 and at
+        the temperatures between visited ones).
     n_pilot : int
     n_adapt : int
     """

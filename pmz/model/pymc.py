@@ -17,6 +17,8 @@ log Z is relative to it).
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -112,9 +114,11 @@ class CompiledModel:
         self.layout: FlatLayout = layout_from_model(model)
         self.dim = self.layout.dim
         self.improper_priors = _improper_prior_names(model)
-        self.block_size = int(block_size) if block_size else _default_block_size(model, self.dim)
-        if self.block_size < 1:
-            raise ValueError("block_size must be a positive integer")
+        if block_size is None:
+            block_size = _default_block_size(model, self.dim)
+        elif isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
+            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+        self.block_size = int(block_size)
         self.n_logp_evals = 0
         self.n_grad_evals = 0
         self._fn_value = None
@@ -209,7 +213,7 @@ class CompiledModel:
             self._constrained_names = list(named)
             batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
             with self.model:
-                self._fn_constrained = _compile_pymc([self._X], batched, on_unused_input="ignore")
+                self._fn_constrained = _compile_pymc([self._X], batched, mode=self.mode, on_unused_input="ignore")
         X = np.ascontiguousarray(X, dtype=np.float64)
         values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
@@ -241,15 +245,19 @@ def compile_model(model=None, **kwargs) -> CompiledModel:
 
 
 def _constrained_graph(model, x):
-    """Constrained values of the free RVs as graphs of the flat vector ``x`` (value transforms undone)."""
+    """Constrained values of the free RVs as graphs of the flat vector ``x`` (value transforms undone).
+
+    Free RVs are visited in creation (topological) order; a transform whose parameters depend on earlier free
+    RVs (``b ~ Uniform(0, a)``) gets those parameters expressed through ``x`` first.
+    """
     layout = layout_from_model(model)
-    out = {}
-    for block, rv, value_var in zip(layout.blocks, model.free_RVs, model.value_vars):
+    constrained = {}
+    for block, rv in zip(layout.blocks, model.free_RVs):
         piece = x[block.start : block.stop].reshape(block.shape) if block.shape else x[block.start]
         transform = model.rvs_to_transforms.get(rv)
-        out[rv.name] = transform.backward(piece, *rv.owner.inputs) if transform is not None else piece
-    # transform parameters may depend on other free RVs: express them through x as well
-    replace = {rv: out[rv.name] for rv in model.free_RVs}
-    names = list(out)
-    values = graph_replace([pt.as_tensor(out[n]) for n in names], replace, strict=False)
-    return dict(zip(names, values))
+        if transform is None:
+            constrained[rv] = piece
+            continue
+        inputs = pytensor.clone_replace(list(rv.owner.inputs), replace=constrained) if constrained else rv.owner.inputs
+        constrained[rv] = transform.backward(piece, *inputs)
+    return {rv.name: pt.as_tensor(value) for rv, value in constrained.items()}
