@@ -124,9 +124,9 @@ def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: 
     progressbar : bool
         Show a progress bar.
     **options
-        Method options (keyword only). For ``"ais"``: ``n_paths`` (512), ``n_temps`` (200), ``schedule``
+        Method options (keyword only). For ``"ais"``: ``n_paths`` (512), ``n_temps`` (600), ``schedule``
         ("power": b_k = (k/K)^4; also "linear", "geometric", "sigmoidal" or an array), ``n_steps_per_temp`` (1),
-        ``kernel`` ("hmc" or "rwmh"), ``n_leapfrog`` (10), ``reference`` ("prior" or "laplace"),
+        ``kernel`` ("hmc" or "rwmh"), ``n_leapfrog`` (3), ``reference`` ("prior" or "laplace"),
         ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune`` (True),
         ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap`` (1000), ``keep_particles``,
         ``compile_mode`` (e.g. "NUMBA").

@@ -22,7 +22,7 @@ COMMON_DEFAULTS = {
     "reference": "prior",  # "prior" (power posterior), "laplace" (geometric from a Gaussian), or an object
     "potentials": "likelihood",
     "kernel": "hmc",  # "hmc", "rwmh" or a Kernel instance
-    "n_leapfrog": 10,
+    "n_leapfrog": 3,
     "compile_mode": None,
     "keep_particles": True,
 }
@@ -92,7 +92,7 @@ METHODS: dict[str, Method] = {
         estimate=_estimate_jarzynski,
         defaults={
             "n_paths": 512,
-            "n_temps": 200,
+            "n_temps": 600,
             "schedule": "power",
             "n_steps_per_temp": 1,
             "tune": True,
