@@ -20,8 +20,8 @@ from .results import EvidenceResult, make_result
 
 __all__ = ["evidence"]
 
-_POSITIVE_INTS = ("n_paths", "n_temps", "n_steps_per_temp", "n_leapfrog")
-_NON_NEGATIVE_INTS = ("n_pilot", "n_adapt", "n_tune_temps", "n_bootstrap")
+_POSITIVE_INTS = ("n_paths", "n_temps", "n_steps_per_temp", "n_leapfrog", "n_pilot", "n_adapt", "n_tune_temps")
+_NON_NEGATIVE_INTS = ("n_bootstrap",)
 
 
 def _check_options(method: str, options: dict) -> dict:

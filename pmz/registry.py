@@ -49,7 +49,7 @@ def _run_forward_ais(family, kernel, options, rng, progressbar):
             kernel,
             schedule,
             tune_rng,
-            n_pilot=min(options["n_pilot"], options["n_paths"]) if options["n_pilot"] else options["n_paths"],
+            n_pilot=min(options["n_pilot"], options["n_paths"]),
             n_adapt=options["n_adapt"],
             n_tune_temps=options["n_tune_temps"],
             progressbar=progressbar,

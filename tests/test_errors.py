@@ -189,8 +189,9 @@ def test_invalid_n_temps(model, n_temps):
     "option, value, match",
     [
         ("n_bootstrap", -1, "n_bootstrap must be a non-negative integer"),
-        ("n_pilot", -5, "n_pilot must be a non-negative integer"),
-        ("n_adapt", 1.5, "n_adapt must be a non-negative integer"),
+        ("n_pilot", 0, "n_pilot must be a positive integer"),
+        ("n_adapt", 1.5, "n_adapt must be a positive integer"),
+        ("n_tune_temps", 0, "n_tune_temps must be a positive integer"),
         ("n_steps_per_temp", 0, "n_steps_per_temp must be a positive integer"),
         ("n_leapfrog", 0, "n_leapfrog must be a positive integer"),
         ("chunk_size", 0, "chunk_size must be a positive integer or None"),

@@ -32,7 +32,7 @@ __all__ = ["PriorReference", "GaussianReference", "laplace_reference", "find_map
 def _value_space_draw_graph(model):
     """Single-draw graph: the free RVs pushed through their value transforms and raveled into one vector."""
     pieces = []
-    for rv, value_var in zip(model.free_RVs, model.value_vars):
+    for rv in model.free_RVs:
         transform = model.rvs_to_transforms.get(rv)
         value = transform.forward(rv, *rv.owner.inputs) if transform is not None else rv
         pieces.append(pt.as_tensor(value).astype("float64").ravel())
