@@ -367,3 +367,24 @@ def test_data_containers(data_model, rng):
     finally:
         with m:
             pm.set_data({"X": old_X})
+
+
+def test_invalid_parameter_in_one_particle_does_not_spill_over():
+    """A parameter check that fails for one particle gives -inf for that particle only.
+
+    Regression test: vectorising PyMC's parameter checks reduced their condition over the whole batch, so one
+    particle with sigma = exp(-1000) = 0 made every particle's log likelihood -inf (and HMC rejected every
+    proposal of the batch).
+    """
+    with pm.Model() as m:
+        s = pm.Normal("s", np.float64(0.0), np.float64(1.0))
+        pm.Normal("y", np.float64(0.0), pm.math.exp(s), observed=np.array([1.0]))
+    cm = CompiledModel(m)
+    X = np.array([[0.0], [-1000.0], [0.5]])
+    lp, ll = cm.log_densities(X)
+    assert ll[1] == -np.inf
+    expected = -0.5 * np.log(2 * np.pi) - X[[0, 2], 0] - 0.5 * np.exp(-2 * X[[0, 2], 0])
+    np.testing.assert_allclose(ll[[0, 2]], expected, rtol=1e-12)
+    lp_g, ll_g, glp, gll = cm.log_densities_and_grads(X)
+    np.testing.assert_allclose(ll_g[[0, 2]], expected, rtol=1e-12)
+    np.testing.assert_allclose(gll[[0, 2], 0], -1 + np.exp(-2 * X[[0, 2], 0]), rtol=1e-12)

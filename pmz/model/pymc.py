@@ -29,6 +29,11 @@ import pymc as pm
 
 from .points import FlatLayout, layout_from_model
 
+try:  # pytensor >= 2.31
+    from pytensor.graph.traversal import io_toposort
+except ImportError:  # pragma: no cover
+    from pytensor.graph.basic import io_toposort
+
 try:  # PyMC >= 5.19
     from pymc.pytensorf import compile as _compile_pymc
 except ImportError:  # pragma: no cover - older PyMC 5
@@ -63,6 +68,24 @@ def _default_block_size(model, dim: int) -> int:
     per_particle = max(n_obs + dim, 1)
     block = 2 ** int(np.floor(np.log2(max(131072 // per_particle, 1))))
     return int(np.clip(block, 32, 4096))
+
+
+def _checks_to_switches(outputs):
+    """Replace PyMC's parameter checks by ``switch(condition, value, -inf)`` in single-point graphs.
+
+    This must happen *before* batching: vectorised, a check's condition would be reduced over the whole batch,
+    so one particle with an invalid parameter would set every particle's log density to -inf. Done on the
+    single-point graph, each particle gets its own condition. (Checks marked as not replaceable still raise.)
+    """
+    from pymc.logprob.utils import CheckParameterValue
+
+    replace = {}
+    for node in io_toposort([], outputs):
+        if isinstance(node.op, CheckParameterValue) and node.op.can_be_replaced_by_ninf:
+            value, *conditions = node.inputs
+            condition = pt.all([pt.all(c) for c in conditions]) if len(conditions) > 1 else pt.all(conditions[0])
+            replace[node.outputs[0]] = pt.switch(condition, value, -np.inf).astype(node.outputs[0].dtype)
+    return graph_replace(outputs, replace, strict=False) if replace else outputs
 
 
 class CompiledModel:
@@ -142,6 +165,7 @@ class CompiledModel:
         log_prior = model.logp(vars=prior_terms, jacobian=True, sum=True)
         log_lik = model.logp(vars=lik_terms, sum=True) if lik_terms else pt.constant(0.0, dtype="float64")
         log_prior, log_lik = graph_replace([log_prior, log_lik], replace, strict=False)
+        log_prior, log_lik = _checks_to_switches([log_prior, log_lik])
         return x, log_prior, log_lik
 
     def _build_graphs(self):
