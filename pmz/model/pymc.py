@@ -22,11 +22,13 @@ from numbers import Integral
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import get_mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.type import discrete_dtypes
 
 import pymc as pm
 
+from .linalg import REWRITE_TAG
 from .points import FlatLayout, layout_from_model
 
 try:  # pytensor >= 2.31
@@ -179,8 +181,11 @@ class CompiledModel:
         self._lp, self._ll = lp + zeros, ll + zeros  # constant parts still get one entry per particle
 
     def _compile(self, outputs):
+        mode = self.mode
+        if mode in (None, "FAST_RUN"):  # C backend: batch triangular solves in NumPy (see pmz.model.linalg)
+            mode = get_mode(mode).including(REWRITE_TAG)
         with self.model:
-            return _compile_pymc([self._X], outputs, mode=self.mode, on_unused_input="ignore")
+            return _compile_pymc([self._X], outputs, mode=mode, on_unused_input="ignore")
 
     @property
     def fn_value(self):
