@@ -388,3 +388,22 @@ def test_invalid_parameter_in_one_particle_does_not_spill_over():
     lp_g, ll_g, glp, gll = cm.log_densities_and_grads(X)
     np.testing.assert_allclose(ll_g[[0, 2]], expected, rtol=1e-12)
     np.testing.assert_allclose(gll[[0, 2], 0], -1 + np.exp(-2 * X[[0, 2], 0]), rtol=1e-12)
+
+
+def test_nested_parameter_checks_and_heavy_tails_compile():
+    """Eight schools (HalfCauchy scale feeding a Normal feeding a Normal): nested checks become switches."""
+    y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
+    sigma = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
+    with pm.Model() as m:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(5.0))
+        tau = pm.HalfCauchy("tau", np.float64(5.0))
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, sigma, observed=y)
+    cm = CompiledModel(m)
+    X = np.random.default_rng(0).normal(size=(6, cm.dim))
+    X[3, 1] = -800.0  # tau = exp(-800) = 0: invalid for that particle only
+    lp, ll = cm.log_densities(X)
+    logp = m.compile_logp()
+    for i in (0, 1, 2, 4, 5):
+        np.testing.assert_allclose(lp[i] + ll[i], logp(cm.layout.to_point(X[i])), rtol=1e-10)
+    assert lp[3] + ll[3] == -np.inf

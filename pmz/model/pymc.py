@@ -23,6 +23,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import get_mode
+from pytensor.graph.basic import Constant
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.tensor.type import discrete_dtypes
 
@@ -32,9 +35,9 @@ from .linalg import REWRITE_TAG
 from .points import FlatLayout, layout_from_model
 
 try:  # pytensor >= 2.31
-    from pytensor.graph.traversal import io_toposort
+    from pytensor.graph.traversal import graph_inputs
 except ImportError:  # pragma: no cover
-    from pytensor.graph.basic import io_toposort
+    from pytensor.graph.basic import graph_inputs
 
 try:  # PyMC >= 5.19
     from pymc.pytensorf import compile as _compile_pymc
@@ -78,16 +81,15 @@ def _checks_to_switches(outputs):
     This must happen *before* batching: vectorised, a check's condition would be reduced over the whole batch,
     so one particle with an invalid parameter would set every particle's log density to -inf. Done on the
     single-point graph, each particle gets its own condition. (Checks marked as not replaceable still raise.)
+    The rewrite runs on a clone (checks may be nested), whose root inputs are then mapped back to the originals
+    so that the flat vector and shared data (``pm.Data``) stay the same objects.
     """
-    from pymc.logprob.utils import CheckParameterValue
+    from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 
-    replace = {}
-    for node in io_toposort([], outputs):
-        if isinstance(node.op, CheckParameterValue) and node.op.can_be_replaced_by_ninf:
-            value, *conditions = node.inputs
-            condition = pt.all([pt.all(c) for c in conditions]) if len(conditions) > 1 else pt.all(conditions[0])
-            replace[node.outputs[0]] = pt.switch(condition, value, -np.inf).astype(node.outputs[0].dtype)
-    return graph_replace(outputs, replace, strict=False) if replace else outputs
+    inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
+    fgraph = FunctionGraph(inputs, outputs, clone=True)
+    in2out(local_check_parameter_to_ninf_switch).rewrite(fgraph)
+    return graph_replace(fgraph.outputs, dict(zip(fgraph.inputs, inputs)), strict=False)
 
 
 class CompiledModel:
