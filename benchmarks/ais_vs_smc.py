@@ -60,14 +60,13 @@ import numpy as np
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
 import pytensor  # noqa: E402
+from _common import DOC, ROOT, cpu_name, update_doc  # noqa: E402
 
 import pymc as pm  # noqa: E402
 
 import pmz  # noqa: E402
 from pmz.systems import ALL_SYSTEMS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
 HEADING = "## pmz AIS vs pm.sample_smc at matched wall time"
 QUICK_SYSTEMS = ("normal_mean", "linear_regression")
 AIS_DEFAULT_PATHS, AIS_DEFAULT_TEMPS = 512, 600
@@ -333,36 +332,12 @@ def existing_notes(doc: Path = DOC) -> list[str]:
 
 
 def machine_line() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return (
         f"{cpu}, {os.cpu_count()} cores (another process may have been using one), Python "
         f"{platform.python_version()}, numpy {np.__version__}, pytensor {pytensor.__version__}, PyMC "
         f"{pm.__version__}, pmz {pmz.__version__}"
     )
-
-
-def update_doc(section_heading: str, body: str, doc: Path = DOC) -> None:
-    """Replace (or append) the ``## ...`` section ``section_heading`` of ``doc``, keeping all other sections."""
-    text = doc.read_text() if doc.exists() else "# pmz benchmarks\n"
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == section_heading), None)
-    new = [section_heading, "", *body.rstrip("\n").splitlines(), ""]
-    if start is None:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        lines += ["", *new]
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = new
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join(lines).rstrip("\n") + "\n")
 
 
 def main(argv=None):

@@ -36,21 +36,19 @@ import shlex
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
 import pytensor  # noqa: E402
+from _common import DOC, ROOT, cpu_name, update_doc  # noqa: E402
 
 import pymc as pm  # noqa: E402
 
 from pmz.model import CompiledModel  # noqa: E402
 from pmz.systems import linear_regression  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
 HEADING = "## Batched log density + gradient vs PyMC point-wise"
 BATCHES = (1, 64, 1024, 8192)
 MIN_MEASUREMENT_S = 0.05
@@ -171,14 +169,7 @@ def format_table(rows, default_block: int) -> str:
 
 
 def machine_line() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         from threadpoolctl import threadpool_info
 
@@ -192,23 +183,6 @@ def machine_line() -> str:
         f"PyMC {pm.__version__}, numpy BLAS: {blas}; pytensor C backend without a linked BLAS "
         f"(`blas__ldflags` empty: dot products go through numpy)"
     )
-
-
-def update_doc(section_heading: str, body: str, doc: Path = DOC) -> None:
-    """Replace (or append) the ``## ...`` section ``section_heading`` of ``doc``, keeping all other sections."""
-    text = doc.read_text() if doc.exists() else "# pmz benchmarks\n"
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == section_heading), None)
-    new = [section_heading, "", *body.rstrip("\n").splitlines(), ""]
-    if start is None:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        lines += ["", *new]
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = new
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join(lines).rstrip("\n") + "\n")
 
 
 def main(argv=None):
