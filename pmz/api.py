@@ -89,10 +89,14 @@ def _make_family(compiled: CompiledModel, reference):
     return GeometricPath(compiled, reference)
 
 
-def _check_start(family, compiled: CompiledModel, rng, n_check: int = 16):
-    """Evaluate the log density at a few start draws; name the variable behind NaN / inf."""
+def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: int = 16):
+    """Evaluate the log density at a few start draws; name the variable behind NaN / inf.
+
+    The evaluation uses the function the kernel will use (with gradients for HMC), so the check compiles
+    nothing the run does not need.
+    """
     X = family.sample_start(rng, n_check)
-    parts = family.parts(X)
+    parts = family.parts(X, grad=kernel.needs_grad)
     bad_f0 = ~np.isfinite(parts.log_f0)
     bad_u = np.isnan(parts.U) | (parts.U == np.inf)
     all_zero = np.all(parts.U == -np.inf)
@@ -159,7 +163,7 @@ def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: 
     evals0, grads0 = compiled.n_logp_evals, compiled.n_grad_evals
     family = _make_family(compiled, options["reference"])
     kernel = _make_kernel(options)
-    _check_start(family, compiled, check_rng)
+    _check_start(family, kernel, compiled, check_rng)
 
     record = spec.run(family, kernel, options, run_rng, progressbar)
     estimate = spec.estimate(record, options, estimate_rng)

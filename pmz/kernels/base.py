@@ -8,7 +8,7 @@ State, parameters and info are separate frozen dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,9 +55,6 @@ class KernelParams:
     step_size: float
     scale: np.ndarray
     n_leapfrog: int = 10
-
-    def with_step_size(self, step_size: float) -> "KernelParams":
-        return replace(self, step_size=float(step_size))
 
 
 @dataclass(frozen=True)
