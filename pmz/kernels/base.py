@@ -103,11 +103,14 @@ class Kernel:
         Whether states must carry gradients.
     target_acceptance : float
         Mean acceptance rate the step-size tuning aims for.
+    tunable : bool
+        Whether the kernel has a step size to tune (False for Gibbs kernels: runners then skip the pilot).
     """
 
     name = "kernel"
     needs_grad = False
     target_acceptance = 0.5
+    tunable = True
 
     def default_params(self, dim: int) -> KernelParams:
         raise NotImplementedError

@@ -38,7 +38,9 @@ class HamiltonianMC(Kernel):
         n, dim = state.x.shape
         scale2 = params.scale**2
         eps = params.step_size * rng.uniform(1 - self.jitter, 1 + self.jitter, size=(n, 1))
-        p0 = rng.standard_normal((n, dim)) / params.scale
+        # a zero scale freezes a coordinate (discrete sites under MixedKernel): no momentum there
+        inv_scale = np.divide(1.0, params.scale, out=np.zeros(dim), where=params.scale > 0)
+        p0 = rng.standard_normal((n, dim)) * inv_scale
         x, parts = state.x, state.parts
         with np.errstate(over="ignore", invalid="ignore"):
             p = p0 + 0.5 * eps * parts.grad_log_density(beta)
