@@ -12,7 +12,9 @@ __version__ = "0.1.0"
 from . import systems
 from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
+from .model.energy import EnergyModel
 from .model.pymc import ModelSpecificationError
+from .plots import plot_log_z, plot_work
 from .results import EvidenceResult, load
 
 __all__ = [
@@ -23,6 +25,9 @@ __all__ = [
     "EvidenceResult",
     "load",
     "ModelSpecificationError",
+    "EnergyModel",
+    "plot_work",
+    "plot_log_z",
     "systems",
     "__version__",
 ]

@@ -13,15 +13,28 @@ import pymc as pm
 
 from .families import GeometricPath, PowerPosterior
 from .kernels import KERNELS, Kernel
+from .kernels.gibbs import MixedKernel, SiteGibbs
+from .model.energy import EnergyFamily, EnergyModel
 from .model.pymc import CompiledModel, ModelSpecificationError
 from .model.reference import laplace_reference
-from .registry import COMMON_DEFAULTS, METHODS
+from .registry import COMMON_DEFAULTS, DEFAULT_METHOD, METHODS
 from .results import EvidenceResult, make_result
 
 __all__ = ["evidence"]
 
-_POSITIVE_INTS = ("n_paths", "n_temps", "n_steps_per_temp", "n_leapfrog", "n_pilot", "n_adapt", "n_tune_temps")
-_NON_NEGATIVE_INTS = ("n_bootstrap",)
+_POSITIVE_INTS = (
+    "n_paths",
+    "n_temps",
+    "n_steps_per_temp",
+    "n_leapfrog",
+    "n_pilot",
+    "n_adapt",
+    "n_tune_temps",
+    "n_draws",
+    "n_gibbs_draws",
+)
+_NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn")
+_OPTIONAL_INTS = ("chunk_size", "n_reverse", "n_reference")
 
 
 def _check_options(method: str, options: dict) -> dict:
@@ -43,10 +56,11 @@ def _check_options(method: str, options: dict) -> dict:
             raise ValueError(f"pmz: {name} must be {kind} integer, got {value!r}")
     if "n_paths" in merged and merged["n_paths"] < 2:
         raise ValueError(f"pmz: n_paths must be at least 2 (an error bar needs several paths), got {merged['n_paths']}")
-    if merged.get("chunk_size") is not None:
-        c = merged["chunk_size"]
-        if isinstance(c, bool) or not isinstance(c, Integral) or c < 1:
-            raise ValueError(f"pmz: chunk_size must be a positive integer or None, got {c!r}")
+    for name in _OPTIONAL_INTS:
+        c = merged.get(name)
+        if c is not None and (isinstance(c, bool) or not isinstance(c, Integral) or c < 2 - (name == "chunk_size")):
+            low = "a positive integer" if name == "chunk_size" else "an integer >= 2"
+            raise ValueError(f"pmz: {name} must be {low} or None, got {c!r}")
     return merged
 
 
@@ -65,18 +79,63 @@ def _compiled_model(model, options) -> CompiledModel:
     return per_model[key]
 
 
-def _make_kernel(options) -> Kernel:
+def _continuous_kernel(name, options) -> Kernel:
+    if name == "hmc":
+        return KERNELS["hmc"](n_leapfrog=options["n_leapfrog"])
+    if name in KERNELS:
+        return KERNELS[name]()
+    raise ValueError(f"pmz: unknown kernel {name!r}; choose 'auto', one of {sorted(KERNELS)} or pass a pmz Kernel")
+
+
+def _make_kernel(options, target) -> Kernel:
+    """The kernel for a compiled PyMC model or an energy model.
+
+    ``"auto"``: HMC for continuous PyMC models; site-by-site Gibbs on the discrete variables composed with HMC
+    on the continuous ones for mixed models (Gibbs alone when every free variable is discrete); an energy
+    model's own kernel, else Gibbs for discrete states, HMC with gradients, random-walk Metropolis without.
+    """
     kernel = options["kernel"]
     if isinstance(kernel, Kernel):
         return kernel
-    if kernel == "hmc":
-        return KERNELS["hmc"](n_leapfrog=options["n_leapfrog"])
-    if kernel in KERNELS:
-        return KERNELS[kernel]()
-    raise ValueError(f"pmz: unknown kernel {kernel!r}; choose one of {sorted(KERNELS)} or pass a pmz Kernel")
+    if isinstance(target, EnergyModel):
+        if kernel == "auto":
+            if target.kernel is not None:
+                return target.kernel
+            if target.discrete:
+                return SiteGibbs.for_base(target.base)
+            kernel = "hmc" if target.has_grad else "rwmh"
+        if kernel == "gibbs" and target.discrete:
+            return SiteGibbs.for_base(target.base)
+        if target.discrete:
+            raise ValueError(f"pmz: kernel {kernel!r} cannot move discrete states; use 'auto' or 'gibbs'")
+        if kernel == "hmc" and not target.has_grad:
+            raise ValueError("pmz: kernel 'hmc' needs grad_log_density on the energy model and its base")
+        return _continuous_kernel(kernel, options)
+    layout = target.layout
+    mask = layout.discrete_mask
+    if not mask.any():
+        return _continuous_kernel("hmc" if kernel == "auto" else kernel, options)
+    sites, values = layout.discrete_sites()
+    gibbs = SiteGibbs(sites, values)
+    if mask.all():
+        if kernel not in ("auto", "gibbs"):
+            raise ValueError(f"pmz: every free variable is discrete; kernel {kernel!r} cannot move them (use 'auto')")
+        return gibbs
+    continuous = _continuous_kernel("hmc" if kernel in ("auto", "gibbs") else kernel, options)
+    return MixedKernel(gibbs, continuous, ~mask)
 
 
-def _make_family(compiled: CompiledModel, reference):
+def _make_family(compiled, reference):
+    if isinstance(compiled, EnergyModel):
+        if reference not in ("prior", None):
+            raise ValueError("pmz: an energy model anneals from its own base distribution; leave reference unset")
+        return EnergyFamily(compiled)
+    if compiled.layout.discrete_mask.any() and not (isinstance(reference, str) and reference == "prior"):
+        names = [b.rv_name for b in compiled.layout.blocks if b.discrete]
+        raise ModelSpecificationError(
+            f"pmz: the model has discrete free variables {names}; only reference='prior' (the power posterior) "
+            "can start them from exact draws. A Gaussian reference cannot."
+        )
     if isinstance(reference, str):
         if reference == "prior":
             return PowerPosterior(compiled)
@@ -102,6 +161,11 @@ def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: 
     all_zero = np.all(parts.U == -np.inf)
     if not (bad_f0.any() or bad_u.any() or all_zero):
         return
+    if isinstance(compiled, EnergyModel):
+        raise ModelSpecificationError(
+            f"pmz: {compiled.name}: log f0 or log f1 is NaN/inf at exact draws of the base "
+            f"(log f0 = {parts.log_f0[:3]}, U = {parts.U[:3]}); the base must cover the target's support."
+        )
     i = int(np.argmax(bad_f0 | bad_u)) if (bad_f0.any() or bad_u.any()) else 0
     per_var = compiled.point_logps(X[i])
     culprits = [name for name, value in per_var.items() if not np.isfinite(value)]
@@ -113,7 +177,7 @@ def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: 
     )
 
 
-def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: bool = True, **options) -> EvidenceResult:
+def evidence(model=None, *, method: str = DEFAULT_METHOD, random_seed=None, progressbar: bool = True, **options) -> EvidenceResult:
     """Estimate the log evidence (log marginal likelihood) of a PyMC model.
 
     Parameters
@@ -152,35 +216,38 @@ def evidence(model=None, *, method: str = "ais", random_seed=None, progressbar: 
     """
     if method not in METHODS:
         raise ValueError(f"pmz: unknown method {method!r}; available: {sorted(METHODS)}")
-    model = pm.modelcontext(model)
+    energy = isinstance(model, EnergyModel)
+    model = model if energy else pm.modelcontext(model)
     options = _check_options(method, options)
     spec = METHODS[method]
     t0 = time.perf_counter()
     rng = np.random.default_rng(random_seed)
     check_rng, run_rng, estimate_rng, result_rng = rng.spawn(4)
 
-    compiled = _compiled_model(model, options)
-    evals0, grads0 = compiled.n_logp_evals, compiled.n_grad_evals
-    family = _make_family(compiled, options["reference"])
-    kernel = _make_kernel(options)
-    _check_start(family, kernel, compiled, check_rng)
+    target = model if energy else _compiled_model(model, options)
+    evals0, grads0 = target.n_logp_evals, target.n_grad_evals
+    family = kernel = None
+    if spec.needs_kernel:
+        family = _make_family(target, options["reference"])
+        kernel = _make_kernel(options, target)
+        _check_start(family, kernel, target, check_rng)
 
-    record = spec.run(family, kernel, options, run_rng, progressbar)
+    record = spec.run(family, kernel, options, run_rng, progressbar, target)
     estimate = spec.estimate(record, options, estimate_rng)
     for message in estimate.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
 
     particles = None
     if options["keep_particles"] and getattr(record, "final_x", None) is not None:
-        particles = compiled.to_constrained(record.final_x)
+        particles = {"x": record.final_x} if energy else target.to_constrained(record.final_x)
     attrs = {
-        "options": {k: v for k, v in options.items() if not isinstance(v, Kernel | np.ndarray)},
+        "options": {k: v for k, v in options.items() if not isinstance(v, Kernel | np.ndarray) and k != "posterior"},
         "random_seed": random_seed if isinstance(random_seed, Integral | type(None)) else repr(random_seed),
-        "family": family.name,
-        "kernel": kernel.name,
-        "dim": compiled.dim,
-        "n_logp_evals": compiled.n_logp_evals - evals0,
-        "n_grad_evals": compiled.n_grad_evals - grads0,
+        "family": "none" if family is None else family.name,
+        "kernel": "none" if kernel is None else kernel.name,
+        "dim": target.dim,
+        "n_logp_evals": target.n_logp_evals - evals0,
+        "n_grad_evals": target.n_grad_evals - grads0,
         "wall_time": time.perf_counter() - t0,
         **_versions(),
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WorkRecord", "EvidenceEstimate"]
+__all__ = ["WorkRecord", "BidirectionalRecord", "EvidenceEstimate"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ class WorkRecord:
         The frozen step size used at each temperature.
     ess_path : ndarray, shape (K + 1,)
         Effective sample size ``(sum w)^2 / sum w^2`` of the running weights after each temperature
-        ("on-the-fly ESS" along the path); ``ess_path[-1]`` is the ESS of the final weights.
+        ("on-the-fly ESS" along the path); ``ess_path[-1]`` is the ESS of the final weights. Indexed by the
+        number of increments made, so for a reverse run ``ess_path[i]`` is after ``b_K .. b_{K-i}``.
     final_x : ndarray or None, shape (n_paths, dim)
         Final particle positions in the flat unconstrained space (weighted draws of p_1), if kept.
     n_logp_evals : int
@@ -93,6 +94,48 @@ class WorkRecord:
     def work(self) -> np.ndarray:
         """Work ``W = -log w`` of each path."""
         return -self.log_weights
+
+
+@dataclass(frozen=True)
+class BidirectionalRecord:
+    """A forward and a reverse run over the same schedule and kernels (Habeck 2017): the input of BAR,
+    the histogram estimator, the cumulants and the bounds.
+
+    Attributes
+    ----------
+    forward : WorkRecord
+        Paths from exact draws of p0.
+    reverse : WorkRecord
+        Paths from draws of p1, kernels in the reverse order.
+    reverse_start : str
+        Where the reverse paths started: ``"posterior"`` (draws the user passed), ``"nuts"`` (a ``pm.sample``
+        run), ``"resample"`` (forward end states resampled by their weights: the reverse run then inherits the
+        forward run's bias), or ``"exact"`` (exact draws of p1, e.g. a toy or a system sampler).
+    n_eff_reverse : float or None
+        Effective size of the reverse sample when its starts are correlated (MCMC draws); None means
+        ``reverse.n_paths`` independent starts. Used for the variance of bridge sampling (K = 1).
+    """
+
+    forward: WorkRecord
+    reverse: WorkRecord
+    reverse_start: str = "exact"
+    n_eff_reverse: float | None = None
+
+    def __post_init__(self):
+        if self.forward.direction != "forward" or self.reverse.direction != "reverse":
+            raise ValueError("BidirectionalRecord needs a forward and a reverse WorkRecord, in that order")
+        if self.forward.schedule.shape != self.reverse.schedule.shape or not np.allclose(
+            self.forward.schedule, self.reverse.schedule
+        ):
+            raise ValueError("the forward and reverse runs must share one schedule")
+
+    @property
+    def final_x(self):
+        return self.forward.final_x
+
+    @property
+    def log_weights(self):
+        return self.forward.log_weights
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,35 @@
 """Method registry: ``method name -> (run, estimate, defaults)``.
 
 ``pmz.evidence`` checks options against ``defaults``, builds the tempered family and the kernel, then calls
-``run(family, kernel, options, rng, progressbar) -> record`` and ``estimate(record, options, rng) ->
-EvidenceEstimate``. Adding a method is one runner or estimator and one entry here.
+``run(family, kernel, options, rng, progressbar, target) -> record`` (``target``: the CompiledModel or
+EnergyModel) and ``estimate(record, options, rng) -> EvidenceEstimate``. Adding a method is one runner or estimator and one entry here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from .estimators.bar import bar
+from .estimators.bounds import stochastic_bounds
+from .estimators.cumulant import cumulant
+from .estimators.histogram import histogram_posterior
 from .estimators.jarzynski import jarzynski
+from .estimators.raise_ import raise_estimate
 from .families.schedules import make_schedule
 from .kernels.tuning import tune_along_schedule
 from .runners.ais import run_ais
+from .runners.bidirectional import run_bidirectional
+from .runners.bridge import run_bridge
+from .runners.starts import nuts_draws, posterior_to_flat
 
-__all__ = ["Method", "METHODS", "COMMON_DEFAULTS"]
+__all__ = ["Method", "METHODS", "COMMON_DEFAULTS", "DEFAULT_METHOD"]
 
 # options every method accepts (model compilation, reference, kernel)
 COMMON_DEFAULTS = {
     "reference": "prior",  # "prior" (power posterior), "laplace" (geometric from a Gaussian), or an object
     "potentials": "likelihood",
-    "kernel": "hmc",  # "hmc", "rwmh" or a Kernel instance
+    "kernel": "auto",  # "auto", "hmc", "rwmh", "gibbs" or a Kernel instance
     "n_leapfrog": 3,
     "compile_mode": None,
     "keep_particles": True,
@@ -37,18 +45,18 @@ class Method:
     estimate: Callable
     defaults: dict = field(default_factory=dict)
     description: str = ""
+    needs_kernel: bool = True
 
 
-def _run_forward_ais(family, kernel, options, rng, progressbar):
-    schedule = make_schedule(options["schedule"], options["n_temps"])
-    tune_rng, run_rng = rng.spawn(2)
+def _tuned_params(family, kernel, schedule, options, rng, progressbar):
+    """Per-temperature kernel parameters (pilot run, then frozen) and a description of the tuning."""
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
-    if options["tune"]:
+    if options["tune"] and kernel.tunable:
         tuned = tune_along_schedule(
             family,
             kernel,
             schedule,
-            tune_rng,
+            rng,
             n_pilot=min(options["n_pilot"], options["n_paths"]),
             n_adapt=options["n_adapt"],
             n_tune_temps=options["n_tune_temps"],
@@ -66,6 +74,13 @@ def _run_forward_ais(family, kernel, options, rng, progressbar):
     else:
         params = [kernel.default_params(family.dim)] * schedule.size
         tuning = {"n_pilot": 0}
+    return params, tuning
+
+
+def _run_forward_ais(family, kernel, options, rng, progressbar, target=None):
+    schedule = make_schedule(options["schedule"], options["n_temps"])
+    tune_rng, run_rng = rng.spawn(2)
+    params, tuning = _tuned_params(family, kernel, schedule, options, tune_rng, progressbar)
     return run_ais(
         family,
         kernel,
@@ -85,23 +100,163 @@ def _estimate_jarzynski(record, options, rng):
     return jarzynski(record, rng=rng, n_bootstrap=options["n_bootstrap"])
 
 
+def _run_two_way(family, kernel, options, rng, progressbar, target):
+    schedule = make_schedule(options["schedule"], options["n_temps"])
+    tune_rng, run_rng = rng.spawn(2)
+    params, tuning = _tuned_params(family, kernel, schedule, options, tune_rng, progressbar)
+    return run_bidirectional(
+        family,
+        kernel,
+        schedule,
+        params,
+        target=target,
+        n_forward=options["n_paths"],
+        n_reverse=options["n_reverse"] or options["n_paths"],
+        reverse_start=options["reverse_start"],
+        rng=run_rng,
+        n_steps_per_temp=options["n_steps_per_temp"],
+        chunk_size=options["chunk_size"],
+        keep_final=options["keep_particles"],
+        progressbar=progressbar,
+        tuning=tuning,
+        options=options,
+    )
+
+
+def _run_bridge(family, kernel, options, rng, progressbar, target):
+    if not hasattr(target, "layout"):
+        raise ValueError("pmz: method='bridge' needs a PyMC model (posterior draws in its value space)")
+    if target.layout.discrete_mask.any() or target.improper_priors:
+        raise ValueError(
+            "pmz: method='bridge' fits a continuous reference to the posterior draws: it needs continuous free "
+            "variables and proper priors; use method='bar' for this model"
+        )
+    draws_rng, bridge_rng = rng.spawn(2)
+    if options["posterior"] is None:
+        X, chain, _ = nuts_draws(target, options["n_draws"], draws_rng, tune=options["nuts_tune"],
+                                 progressbar=progressbar)
+        source = "nuts"
+    else:
+        X, chain = posterior_to_flat(target, options["posterior"])
+        source = "posterior"
+    record = run_bridge(
+        target,
+        X,
+        chain,
+        bridge_rng,
+        reference=options["bridge_reference"],
+        n_reference=options["n_reference"],
+        df=options["df"],
+        split=options["split"],
+    )
+    return replace(record, reverse_start=source)
+
+
+def _two_way_diagnostics(estimate, record, options, rng):
+    """Every two-way result carries the bounds, both Jarzynski values, BAR's overlap and where reverse started."""
+    ref = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse)
+    keys = ("lower", "upper", "gap", "jarzynski_forward", "jarzynski_reverse", "overlap", "se_bennett")
+    extra = {k: ref.diagnostics[k] for k in keys if k in ref.diagnostics}
+    extra = {("bar_se" if k == "se_bennett" else k): v for k, v in extra.items()}
+    if estimate.method != "bar":
+        extra["bar_log_z"] = ref.log_z
+    extra["reverse_start"] = record.reverse_start
+    warnings = list(estimate.warnings)
+    if estimate.method != "bar":
+        warnings += [w for w in ref.warnings if w not in warnings]
+    if record.reverse_start == "resample":
+        warnings.append(
+            "pmz: the reverse paths started at resampled forward end states (reverse_start='resample'), so "
+            "they inherit the forward run's bias; the upper bound and RAISE are not guaranteed. Pass posterior "
+            "draws (reverse_start=idata) or use reverse_start='nuts' for exact starts."
+        )
+    return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)
+
+
+def _two_way(estimator):
+    def estimate(record, options, rng):
+        return _two_way_diagnostics(estimator(record, options, rng), record, options, rng)
+
+    return estimate
+
+
+_TWO_WAY_ESTIMATORS = {
+    "bar": lambda rec, o, rng: bar(rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"],
+                                   n_eff_r=rec.n_eff_reverse),
+    "raise": lambda rec, o, rng: raise_estimate(rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
+    "cumulant": lambda rec, o, rng: cumulant(rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
+    "bounds": lambda rec, o, rng: stochastic_bounds(rec.forward, rec.reverse),
+    "histogram": lambda rec, o, rng: histogram_posterior(rec.forward, rec.reverse, n_draws=o["n_gibbs_draws"],
+                                                         rng=rng),
+}
+
+_ANNEALING_DEFAULTS = {
+    "n_paths": 512,
+    "n_temps": 600,
+    "schedule": "power",
+    "n_steps_per_temp": 1,
+    "tune": True,
+    "n_pilot": 256,
+    "n_adapt": 4,
+    "n_tune_temps": 40,
+    "chunk_size": None,
+    "n_bootstrap": 1000,
+}
+
+_TWO_WAY_DEFAULTS = {
+    **_ANNEALING_DEFAULTS,
+    "n_temps": 300,  # forward + reverse at 300 temperatures cost what forward AIS costs at 600
+    "n_bootstrap": 200,
+    "n_reverse": None,  # default: n_paths
+    "reverse_start": "auto",  # "nuts" for PyMC models, exact draws or "resample" for energy models
+    "nuts_tune": 1000,
+    "reverse_burn": 5,
+}
+
+_DESCRIPTIONS = {
+    "bar": "Bennett acceptance ratio from forward and reverse annealing (Habeck 2017)",
+    "raise": "reverse annealed importance sampling (RAISE) from posterior draws",
+    "cumulant": "combined second-order cumulant estimator from forward and reverse work (Hummer 2001)",
+    "bounds": "stochastic lower and upper bounds from forward and reverse work; midpoint and half-gap",
+    "histogram": "histogram (WHAM) estimator with a Gibbs-sampled posterior over log Z (Habeck 2017 sec. 5.3)",
+}
+
+
 METHODS: dict[str, Method] = {
     "ais": Method(
         name="ais",
         run=_run_forward_ais,
         estimate=_estimate_jarzynski,
-        defaults={
-            "n_paths": 512,
-            "n_temps": 600,
-            "schedule": "power",
-            "n_steps_per_temp": 1,
-            "tune": True,
-            "n_pilot": 256,
-            "n_adapt": 4,
-            "n_tune_temps": 40,
-            "chunk_size": None,
-            "n_bootstrap": 1000,
-        },
+        defaults=dict(_ANNEALING_DEFAULTS),
         description="forward annealed importance sampling (Jarzynski estimator)",
     ),
+    **{
+        name: Method(
+            name=name,
+            run=_run_two_way,
+            estimate=_two_way(estimator),
+            defaults={**_TWO_WAY_DEFAULTS, **({"n_gibbs_draws": 2000} if name == "histogram" else {})},
+            description=_DESCRIPTIONS[name],
+        )
+        for name, estimator in _TWO_WAY_ESTIMATORS.items()
+    },
+    "bridge": Method(
+        name="bridge",
+        run=_run_bridge,
+        estimate=_two_way(_TWO_WAY_ESTIMATORS["bar"]),
+        defaults={
+            "posterior": None,  # InferenceData of posterior draws; default: run pm.sample (NUTS)
+            "n_draws": 2000,
+            "nuts_tune": 1000,
+            "bridge_reference": "gaussian",  # or "student_t", or a reference object
+            "n_reference": None,
+            "df": 5.0,
+            "split": True,
+            "n_bootstrap": 200,
+        },
+        description="bridge sampling (K = 1 BAR) from posterior draws with a fitted reference (Meng & Wong 1996)",
+        needs_kernel=False,
+    ),
 }
+
+DEFAULT_METHOD = "bar"

@@ -8,9 +8,11 @@ posterior
     randomly ordered), so ``az.summary`` reproduces the point estimate and its se. attrs: ``log_z``,
     ``log_z_se``, ``method`` and the run's metadata.
 work
-    Per-path statistics: ``work_forward`` (path) = ``-log w`` (and ``work_reverse`` for two-way methods).
+    Per-path statistics: ``work_forward`` (path) = ``-log w_f``; for two-way methods also ``work_reverse``
+    (reverse_path) = ``-log w_r`` (the forward and reverse counts may differ).
 schedule
-    Per-temperature statistics: ``beta``, ``acceptance``, ``step_size``, ``ess`` (temperature).
+    Per-temperature statistics: ``beta``, ``acceptance``, ``step_size``, ``ess`` (temperature); for two-way
+    methods also ``acceptance_reverse`` and ``ess_reverse``.
 evidence
     The estimator's diagnostics (scalars, bootstrap replicates with dim ``bootstrap``).
 particles
@@ -30,7 +32,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .records import EvidenceEstimate, WorkRecord
+from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 
 __all__ = ["EvidenceResult", "make_result", "load"]
 
@@ -120,22 +122,36 @@ def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
     return xr.Dataset(data, attrs=attrs)
 
 
-def _work_datasets(record: WorkRecord):
-    work = xr.Dataset(
-        {f"work_{record.direction}": (("path",), record.work)},
-        coords={"path": np.arange(record.n_paths)},
-        attrs={
-            "log_z0": record.log_z0,
-            "n_steps_per_temp": record.n_steps_per_temp,
-            "kernel": record.kernel,
-            "tuning": _netcdf_attr(record.tuning),
-        },
-    )
-    per_temp = {"beta": (("temperature",), record.schedule)}
-    for name, values in (("acceptance", record.acceptance), ("step_size", record.step_size), ("ess", record.ess_path)):
+def _work_datasets(record):
+    """The ``work`` and ``schedule`` groups of a one-way (WorkRecord) or two-way (BidirectionalRecord) run."""
+    if isinstance(record, BidirectionalRecord):
+        forward, reverse = record.forward, record.reverse
+    else:
+        forward, reverse = record, None
+    data = {f"work_{forward.direction}": (("path",), forward.work)}
+    coords = {"path": np.arange(forward.n_paths)}
+    attrs = {
+        "log_z0": forward.log_z0,
+        "n_steps_per_temp": forward.n_steps_per_temp,
+        "kernel": forward.kernel,
+        "tuning": _netcdf_attr(forward.tuning),
+    }
+    if reverse is not None:
+        data["work_reverse"] = (("reverse_path",), reverse.work)
+        coords["reverse_path"] = np.arange(reverse.n_paths)
+        attrs["reverse_start"] = record.reverse_start
+        if record.n_eff_reverse is not None:
+            attrs["n_eff_reverse"] = float(record.n_eff_reverse)
+    work = xr.Dataset(data, coords=coords, attrs=attrs)
+    per_temp = {"beta": (("temperature",), forward.schedule)}
+    for name, values in (("acceptance", forward.acceptance), ("step_size", forward.step_size), ("ess", forward.ess_path)):
         if values is not None:
             per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
-    schedule = xr.Dataset(per_temp, coords={"temperature": np.arange(record.schedule.size)})
+    if reverse is not None:
+        for name, values in (("acceptance_reverse", reverse.acceptance), ("ess_reverse", reverse.ess_path)):
+            if values is not None:
+                per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
+    schedule = xr.Dataset(per_temp, coords={"temperature": np.arange(forward.schedule.size)})
     return work, schedule
 
 
@@ -151,7 +167,7 @@ def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
 def make_result(
     estimate: EvidenceEstimate,
     *,
-    record: WorkRecord | None = None,
+    record: WorkRecord | BidirectionalRecord | None = None,
     particles: dict | None = None,
     attrs: dict | None = None,
     rng: np.random.Generator | None = None,

@@ -29,6 +29,11 @@ class VarBlock:
         Shape of the value variable for one particle.
     start, stop : int
         Its slice ``x[start:stop]`` in the flat vector.
+    discrete : bool
+        Whether the variable is discrete (its entries hold exact integer values in the float64 vector).
+    values : tuple of float or None
+        For a discrete variable with a small finite support (Bernoulli, Categorical, bounded DiscreteUniform or
+        Binomial with a fixed n), the values each entry can take; None otherwise.
     """
 
     value_name: str
@@ -36,6 +41,8 @@ class VarBlock:
     shape: tuple[int, ...]
     start: int
     stop: int
+    discrete: bool = False
+    values: tuple[float, ...] | None = None
 
     @property
     def size(self) -> int:
@@ -54,6 +61,23 @@ class FlatLayout:
     def __init__(self, blocks):
         self.blocks = tuple(blocks)
         self.dim = self.blocks[-1].stop if self.blocks else 0
+
+    @property
+    def discrete_mask(self) -> np.ndarray:
+        """Boolean ``(dim,)``: which coordinates are discrete sites."""
+        mask = np.zeros(self.dim, dtype=bool)
+        for b in self.blocks:
+            mask[b.start : b.stop] = b.discrete
+        return mask
+
+    def discrete_sites(self) -> tuple[list[int], list]:
+        """Discrete coordinates and, for each, its finite value set (or None: unbounded support)."""
+        sites, values = [], []
+        for b in self.blocks:
+            if b.discrete:
+                sites += list(range(b.start, b.stop))
+                values += [None if b.values is None else np.asarray(b.values, dtype=float)] * b.size
+        return sites, values
 
     @property
     def value_names(self) -> list[str]:
@@ -121,6 +145,46 @@ def layout_from_model(model) -> FlatLayout:
         rv = model.values_to_rvs[value_var]
         shape = tuple(int(s) for s in np.shape(point[value_var.name]))
         size = int(np.prod(shape, dtype=int))
-        blocks.append(VarBlock(value_var.name, rv.name, shape, start, start + size))
+        discrete = value_var.type.dtype.startswith(("int", "uint", "bool"))
+        values = _finite_support(rv) if discrete else None
+        blocks.append(VarBlock(value_var.name, rv.name, shape, start, start + size, discrete, values))
         start += size
     return FlatLayout(blocks)
+
+
+_MAX_HEAT_BATH_VALUES = 64
+
+
+def _constant_int(var):
+    """The value of a graph without random inputs (a constant parameter), else None."""
+    try:
+        value = np.asarray(var.eval())
+    except Exception:  # depends on other random variables: not constant
+        return None
+    return value
+
+
+def _finite_support(rv) -> tuple[float, ...] | None:
+    """Values of a discrete RV's entries when the support is small and the same for every entry."""
+    op = type(rv.owner.op).__name__
+    dist_params = rv.owner.inputs[2:]
+    if op == "BernoulliRV":
+        return (0.0, 1.0)
+    if op == "CategoricalRV":
+        k = rv.owner.inputs[-1].type.shape[-1]
+        if k is None:
+            p = _constant_int(rv.owner.inputs[-1].shape[-1])
+            k = None if p is None else int(p)
+        return None if k is None or k > _MAX_HEAT_BATH_VALUES else tuple(float(v) for v in range(k))
+    if op in ("DiscreteUniformRV", "BinomialRV"):
+        bounds = [_constant_int(v) for v in dist_params]
+        if any(b is None or np.ndim(b) > 0 and np.unique(b).size > 1 for b in bounds[:2]):
+            return None
+        if op == "DiscreteUniformRV":
+            low, high = int(np.ravel(bounds[0])[0]), int(np.ravel(bounds[1])[0])
+        else:
+            low, high = 0, int(np.ravel(bounds[0])[0])
+        if high - low + 1 > _MAX_HEAT_BATH_VALUES:
+            return None
+        return tuple(float(v) for v in range(low, high + 1))
+    return None

@@ -126,13 +126,6 @@ class CompiledModel:
     def __init__(self, model: pm.Model, *, potentials: str = "likelihood", mode=None, block_size=None):
         if potentials not in _POTENTIAL_PLACES:
             raise ValueError(f"potentials must be one of {_POTENTIAL_PLACES}, got {potentials!r}")
-        discrete = _discrete_free_names(model)
-        if discrete:
-            raise ModelSpecificationError(
-                f"pmz: free variable(s) {discrete} are discrete; the gradient-based kernels of this pmz version "
-                "need continuous free variables. Marginalise them out (e.g. with pymc-extras' "
-                "MarginalModel) or wait for pmz's discrete (Gibbs) kernels."
-            )
         if not model.value_vars:
             raise ModelSpecificationError("pmz: the model has no free random variables")
         self.model = model
@@ -248,6 +241,41 @@ class CompiledModel:
         X = np.ascontiguousarray(X, dtype=np.float64)
         values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
+
+    def from_constrained(self, draws: dict) -> np.ndarray:
+        """Named constrained draws ``{rv_name: (n, *shape)}`` -> flat unconstrained particles ``(n, dim)``.
+
+        The inverse of :meth:`to_constrained` (value transforms applied, e.g. ``log`` for a positive variable),
+        in one batched compiled call; used to start reverse paths at posterior draws from ``pm.sample``.
+        """
+        if getattr(self, "_fn_unconstrained", None) is None:
+            placeholders = {rv: rv.type() for rv in self.model.free_RVs}
+            pieces = []
+            for rv in self.model.free_RVs:
+                transform = self.model.rvs_to_transforms.get(rv)
+                value = placeholders[rv]
+                if transform is not None:
+                    inputs = pytensor.clone_replace(list(rv.owner.inputs), replace=placeholders)
+                    value = transform.forward(value, *inputs)
+                pieces.append(pt.as_tensor(value).astype("float64").ravel())
+            flat = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            batched_in = [pt.tensor(dtype=rv.type.dtype, shape=(None, *rv.type.shape)) for rv in self.model.free_RVs]
+            batched = vectorize_graph(flat, replace=dict(zip(placeholders.values(), batched_in)))
+            self._unconstrained_inputs = [rv.name for rv in self.model.free_RVs]
+            with self.model:
+                self._fn_unconstrained = _compile_pymc(batched_in, batched, mode=self.mode, on_unused_input="ignore")
+        missing = [name for name in self._unconstrained_inputs if name not in draws]
+        if missing:
+            raise ValueError(f"pmz: the draws lack the free variable(s) {missing}")
+        rvs = {rv.name: rv for rv in self.model.free_RVs}
+        values = [np.asarray(draws[name], dtype=rvs[name].type.dtype) for name in self._unconstrained_inputs]
+        n = {v.shape[0] for v in values}
+        if len(n) != 1:
+            raise ValueError(f"pmz: the draws of different variables have different counts {sorted(n)}")
+        X = np.asarray(self._fn_unconstrained(*values), dtype=np.float64)
+        if X.shape[1:] != (self.dim,):
+            raise ValueError(f"pmz: the draws map to shape {X.shape}, expected (n, {self.dim}); check their shapes")
+        return X
 
     def initial_point(self) -> np.ndarray:
         """PyMC's initial point of the model as a flat vector."""

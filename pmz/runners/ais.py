@@ -1,11 +1,18 @@
-"""Annealed importance sampling runner (Neal 2001): forward paths, recorded as a :class:`WorkRecord`.
+"""Annealed importance sampling runner (Neal 2001), forward and reverse, recorded as a :class:`WorkRecord`.
 
-Each of ``n_paths`` independent paths starts at an exact draw ``x_0 ~ f0`` and, for ``k = 1..K``,
+Forward: each of ``n_paths`` independent paths starts at an exact draw ``x_0 ~ f0`` and, for ``k = 1..K``,
 
-    log w += (b_k - b_{k-1}) U(x_{k-1}),      then (k < K)  x_k ~ T_k^n(x_{k-1}, .)
+    log w_f += (b_k - b_{k-1}) U(x_{k-1}),      then (k < K)  x_k ~ T_k^n(x_{k-1}, .)
 
-where ``T_k`` leaves ``f_{b_k}`` invariant and is applied ``n_steps_per_temp`` times. ``E[w] = Z1 / Z0``.
-All paths of a chunk move together (one batched log-density call per kernel step); chunks bound memory and
+where ``T_k`` leaves ``f_{b_k}`` invariant and is applied ``n_steps_per_temp`` times. ``E[w_f] = Z1 / Z0``.
+
+Reverse (Habeck 2017 section 3; Burda et al. 2015 "RAISE"): paths start at draws of p1 (the posterior) and
+run the same kernels in the reverse order, for ``k = K..1``,
+
+    log w_r -= (b_k - b_{k-1}) U(x),            then (k > 1)  x ~ T_{k-1}^n(x, .)
+
+so that ``E[w_r] = Z0 / Z1`` when the starts are exact draws of p1. The work ``W = -log w`` of both directions
+feeds the two-sided estimators (BAR, histogram, bounds). All paths of a chunk move together (one batched log-density call per kernel step); chunks bound memory and
 get their own random streams. The runner records; it never computes log Z (see ``pmz.estimators``).
 """
 
@@ -34,8 +41,11 @@ def run_ais(
     keep_final: bool = True,
     progressbar: bool = True,
     tuning: dict | None = None,
+    direction: str = "forward",
+    starts=None,
+    start_info: dict | None = None,
 ) -> WorkRecord:
-    """Run ``n_paths`` forward AIS paths over ``schedule`` with frozen per-temperature ``params``.
+    """Run ``n_paths`` AIS paths over ``schedule`` with frozen per-temperature ``params``.
 
     Parameters
     ----------
@@ -54,14 +64,32 @@ def run_ais(
     progressbar : bool
     tuning : dict, optional
         Description of how ``params`` were obtained, stored in the record.
+    direction : {"forward", "reverse"}
+    starts : array (n_paths, dim), optional
+        Start states. Required for ``"reverse"`` (draws of p1); forward runs draw exact starts from f0.
+    start_info : dict, optional
+        How the starts were obtained (e.g. ``{"reverse_start": "nuts"}``), stored in the record's ``tuning``.
     """
     schedule = np.asarray(schedule, dtype=float)
     K = schedule.size - 1
     if len(params) != K + 1:
         raise ValueError(f"need one KernelParams per temperature ({K + 1}), got {len(params)}")
+    if direction not in ("forward", "reverse"):
+        raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
+    if starts is not None:
+        starts = np.asarray(starts, dtype=float)
+        if starts.ndim != 2 or starts.shape != (n_paths, family.dim):
+            raise ValueError(f"starts must have shape ({n_paths}, {family.dim}), got {starts.shape}")
+    elif direction == "reverse":
+        raise ValueError("a reverse run needs starts: draws of the target p1 (e.g. posterior draws)")
+    # (increment index k, sign, temperature index to move at afterwards or None), in the order they happen
+    if direction == "forward":
+        steps = [(k, 1.0, k if k < K else None) for k in range(1, K + 1)]
+    else:
+        steps = [(k, -1.0, k - 1 if k > 1 else None) for k in range(K, 0, -1)]
     chunk_size = int(chunk_size or min(n_paths, 4096))
-    starts = list(range(0, n_paths, chunk_size))
-    streams = rng.spawn(len(starts))
+    chunks = list(range(0, n_paths, chunk_size))
+    streams = rng.spawn(len(chunks))
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
 
     log_w = np.empty(n_paths)
@@ -70,23 +98,25 @@ def run_ais(
     # running logsumexp of w and w^2 over all paths at each temperature, for the on-the-fly ESS
     lse_w = np.full(K + 1, -np.inf)
     lse_w2 = np.full(K + 1, -np.inf)
-    with progress_bar(total=K * len(starts), desc="AIS", disable=not progressbar) as bar:
-        for start, stream in zip(starts, streams):
+    desc = "AIS" if direction == "forward" else "reverse AIS"
+    with progress_bar(total=K * len(chunks), desc=desc, disable=not progressbar) as bar:
+        for start, stream in zip(chunks, streams):
             stop = min(start + chunk_size, n_paths)
             m = stop - start
-            state = kernel.init_state(family, family.sample_start(stream, m))
+            x0 = family.sample_start(stream, m) if starts is None else starts[start:stop]
+            state = kernel.init_state(family, x0)
             lw = np.zeros(m)
             lse_w[0] = np.logaddexp(lse_w[0], np.log(m))
             lse_w2[0] = np.logaddexp(lse_w2[0], np.log(m))
-            for k in range(1, K + 1):
-                lw = lw + (schedule[k] - schedule[k - 1]) * state.parts.U
+            for i, (k, sign, move_at) in enumerate(steps, start=1):
+                lw = lw + sign * (schedule[k] - schedule[k - 1]) * state.parts.U
                 lw = np.where(np.isnan(lw), -np.inf, lw)
-                lse_w[k] = np.logaddexp(lse_w[k], logsumexp(lw))
-                lse_w2[k] = np.logaddexp(lse_w2[k], logsumexp(2 * lw))
-                if k < K:
+                lse_w[i] = np.logaddexp(lse_w[i], logsumexp(lw))
+                lse_w2[i] = np.logaddexp(lse_w2[i], logsumexp(2 * lw))
+                if move_at is not None:
                     for _ in range(n_steps_per_temp):
-                        state, info = kernel.step(stream, state, family, schedule[k], params[k])
-                        accept_sum[k] += np.sum(info.acceptance)
+                        state, info = kernel.step(stream, state, family, schedule[move_at], params[move_at])
+                        accept_sum[move_at] += np.sum(info.acceptance)
                 bar.update(1)
             log_w[start:stop] = lw
             if keep_final:
@@ -97,7 +127,7 @@ def run_ais(
     return WorkRecord(
         log_weights=log_w,
         schedule=schedule,
-        direction="forward",
+        direction=direction,
         log_z0=float(family.log_z0),
         n_steps_per_temp=int(n_steps_per_temp),
         kernel=kernel.name,
@@ -107,5 +137,5 @@ def run_ais(
         final_x=final_x,
         n_logp_evals=family.n_logp_evals - evals0,
         n_grad_evals=family.n_grad_evals - grads0,
-        tuning=dict(tuning or {}),
+        tuning={**(tuning or {}), **(start_info or {})},
     )

@@ -1,0 +1,75 @@
+"""Plots of evidence results (matplotlib; each returns its axes, like ArviZ's plots).
+
+* :func:`plot_work`: forward work ``W_f`` and negated reverse work ``-W_r`` histograms. By Crooks' theorem
+  ``p_f(W) / p_r(-W) = exp(W + log Z - log Z0)``, so the two densities cross at ``W = -(log Z - log Z0)``:
+  the estimate is marked there. Little overlap of the two histograms means BAR's error bar is not to be
+  trusted (Habeck 2017, Figure 1).
+* :func:`plot_log_z`: the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or the normal
+  approximation of the others) with the estimate and its se, for one result or several side by side.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_work", "plot_log_z"]
+
+
+def _axes(ax, figsize=(6, 3.5)):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: float = 0.5):
+    """Histograms of forward work and negated reverse work, with ``-(log Z - log Z0)`` marked.
+
+    Parameters
+    ----------
+    result : EvidenceResult
+        A result with a ``work`` group (any annealing method; ``work_reverse`` for two-way methods).
+    bins : int
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    if "work" not in result.groups():
+        raise ValueError("pmz: this result has no work group (methods 'ais', 'bar', 'bridge', ... have one)")
+    work = result.work
+    log_z0 = float(work.attrs.get("log_z0", 0.0))
+    w_f = np.asarray(work["work_forward"]) if "work_forward" in work else None
+    w_r = -np.asarray(work["work_reverse"]) if "work_reverse" in work else None
+    series = [(v[np.isfinite(v)], label, c) for v, label, c in
+              ((w_f, "forward  $W_f$", colors[0]), (w_r, "reverse  $-W_r$", colors[1])) if v is not None]
+    values = np.concatenate([v for v, _, _ in series])
+    edges = np.histogram_bin_edges(values, bins=bins)
+    ax = _axes(ax)
+    for v, label, color in series:
+        ax.hist(v, bins=edges, density=True, alpha=alpha, color=color, label=label)
+    crossing = -(result.log_z - log_z0)
+    ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {crossing:.3f} ({result.method})")
+    ax.set_xlabel("work  $W = -\\log w$")
+    ax.set_ylabel("density")
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_log_z(results, *, ax=None, bins: int = 40):
+    """Draws of ``posterior.log_z`` for one result or a dict ``{label: result}``, with estimate +/- se."""
+    if not isinstance(results, dict):
+        results = {results.method: results}
+    ax = _axes(ax)
+    for i, (label, res) in enumerate(results.items()):
+        draws = np.asarray(res.posterior["log_z"]).ravel()
+        color = f"C{i}"
+        ax.hist(draws, bins=bins, density=True, alpha=0.45, color=color,
+                label=f"{label}: {res.log_z:.3f} $\\pm$ {res.log_z_se:.3f}")
+        ax.axvline(res.log_z, color=color, lw=1.5)
+    ax.set_xlabel("$\\log Z$")
+    ax.set_ylabel("posterior density")
+    ax.legend(frameon=False, fontsize="small")
+    return ax

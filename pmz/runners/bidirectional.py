@@ -1,0 +1,114 @@
+"""Forward and reverse annealing over one schedule with one set of frozen kernels (Habeck 2017).
+
+The forward run starts at exact draws of f0; the reverse run starts at draws of p1 and visits the same
+kernels in the reverse order (see :mod:`pmz.runners.ais`). Both share schedule and kernel parameters, so their
+work values are the input of the two-sided estimators (BAR, histogram, cumulants, stochastic bounds).
+
+Reverse starts (``reverse_start``):
+
+* an ``arviz.InferenceData`` / xarray posterior / dict of draws, or an array ``(n, dim)`` of flat particles:
+  used as given (thinned evenly to ``n_reverse``);
+* ``"nuts"``: a ``pm.sample`` NUTS run on the PyMC model (exact posterior draws up to MCMC error);
+* ``"resample"``: forward end states resampled by their weights, then ``reverse_burn`` kernel steps at
+  beta = 1. The reverse run then inherits the forward run's bias: the record says so and the estimators warn;
+* ``"auto"``: ``"nuts"`` for PyMC models, the energy model's exact ``sample_target`` if it has one, else
+  ``"resample"``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..records import BidirectionalRecord
+from .ais import run_ais
+from .starts import nuts_draws, posterior_to_flat, resampled_starts
+
+__all__ = ["run_bidirectional", "REVERSE_STARTS"]
+
+REVERSE_STARTS = ("auto", "nuts", "resample")
+
+
+def _is_energy(target) -> bool:
+    return not hasattr(target, "layout")
+
+
+def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, rng, progressbar, options):
+    """Start states of the reverse run and a label for the record."""
+    if isinstance(reverse_start, str):
+        if reverse_start not in REVERSE_STARTS:
+            raise ValueError(f"pmz: reverse_start must be one of {REVERSE_STARTS}, draws or an array")
+        if reverse_start == "auto":
+            if not _is_energy(target):
+                reverse_start = "nuts"
+            elif hasattr(target, "sample_target"):
+                return np.asarray(target.sample_target(rng, n), dtype=float), "exact"
+            else:
+                reverse_start = "resample"
+        if reverse_start == "nuts":
+            if _is_energy(target):
+                raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
+            X, _, _ = nuts_draws(target, n, rng, tune=options.get("nuts_tune", 1000), progressbar=progressbar)
+            return X, "nuts"
+        X = resampled_starts(forward, n, rng)
+        state = kernel.init_state(family, X)
+        for _ in range(options.get("reverse_burn", 0)):
+            state, _ = kernel.step(rng, state, family, 1.0, params[-1])
+        return state.x, "resample"
+    if isinstance(reverse_start, np.ndarray):
+        X = np.asarray(reverse_start, dtype=float)
+        if X.ndim != 2 or X.shape[1] != family.dim:
+            raise ValueError(f"pmz: reverse_start array must have shape (n, {family.dim}), got {X.shape}")
+        keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
+        return X[keep], "posterior"
+    if _is_energy(target):
+        raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
+    X, _ = posterior_to_flat(target, reverse_start, n)
+    return X, "posterior"
+
+
+def run_bidirectional(
+    family,
+    kernel,
+    schedule,
+    params,
+    *,
+    target,
+    n_forward: int,
+    n_reverse: int,
+    reverse_start="auto",
+    rng: np.random.Generator,
+    n_steps_per_temp: int = 1,
+    chunk_size: int | None = None,
+    keep_final: bool = True,
+    progressbar: bool = True,
+    tuning: dict | None = None,
+    options: dict | None = None,
+) -> BidirectionalRecord:
+    """Run ``n_forward`` forward and ``n_reverse`` reverse paths; return both records.
+
+    ``options`` may carry ``nuts_tune`` (tuning steps of the NUTS run) and ``reverse_burn`` (kernel steps at
+    beta = 1 applied to resampled starts).
+    """
+    options = options or {}
+    forward_rng, start_rng, reverse_rng = rng.spawn(3)
+    common = dict(n_steps_per_temp=n_steps_per_temp, chunk_size=chunk_size, progressbar=progressbar, tuning=tuning)
+    keep_forward = keep_final or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
+    forward = run_ais(family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward,
+                      **common)
+    starts, label = _reverse_starts(
+        reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, options
+    )
+    reverse = run_ais(
+        family,
+        kernel,
+        schedule,
+        params,
+        n_paths=starts.shape[0],
+        rng=reverse_rng,
+        keep_final=False,
+        direction="reverse",
+        starts=starts,
+        start_info={"reverse_start": label},
+        **common,
+    )
+    return BidirectionalRecord(forward, reverse, reverse_start=label)
