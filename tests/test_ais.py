@@ -42,14 +42,14 @@ def test_ais_matches_exact_log_z(systems, name):
 def test_ais_options_on_nig_regression(systems, options):
     """Other kernels, schedules and the geometric path from a Laplace reference (non-Gaussian posterior)."""
     system = systems["nig_regression"]
-    res = pmz.evidence(system.model, random_seed=SEED, progressbar=False, **options)
+    res = pmz.evidence(system.model, method="ais", random_seed=SEED, progressbar=False, **options)
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
     assert 0 < res.log_z_se < 0.2
 
 
 def test_same_seed_same_bits_and_different_seeds_differ(systems):
     model = systems["poisson_gamma"].model
-    opts = dict(progressbar=False, n_paths=64, n_temps=20)
+    opts = dict(method="ais", progressbar=False, n_paths=64, n_temps=20)
     a = pmz.evidence(model, random_seed=3, **opts)
     b = pmz.evidence(model, random_seed=3, **opts)
     c = pmz.evidence(model, random_seed=4, **opts)
@@ -62,12 +62,12 @@ def test_same_seed_same_bits_and_different_seeds_differ(systems):
 def test_model_from_context(systems):
     system = systems["beta_binomial"]
     with system.model:
-        res = pmz.evidence(random_seed=1, progressbar=False, n_paths=64, n_temps=50)
+        res = pmz.evidence(method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=50)
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.1
 
 
 def test_record_contents(systems):
-    res = pmz.evidence(systems["normal_mean"].model, random_seed=1, progressbar=False, n_paths=32, n_temps=10)
+    res = pmz.evidence(systems["normal_mean"].model, method="ais", random_seed=1, progressbar=False, n_paths=32, n_temps=10)
     sched = res.schedule
     assert sched["beta"].values[0] == 0.0 and sched["beta"].values[-1] == 1.0
     acc = sched["acceptance"].values[1:-1]
@@ -82,7 +82,7 @@ def test_record_contents(systems):
 def test_warns_on_degenerate_weights(systems):
     """Two temperatures from the prior on a 50-point regression: the weights collapse and pmz says so."""
     with pytest.warns(UserWarning, match="degenerate"):
-        pmz.evidence(systems["linear_regression"].model, random_seed=1, progressbar=False, n_paths=64, n_temps=2)
+        pmz.evidence(systems["linear_regression"].model, method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=2)
 
 
 @pytest.mark.slow
@@ -92,6 +92,6 @@ def test_coverage_of_95_percent_interval(systems, name):
     system = systems[name]
     covered = 0
     for seed in range(30):
-        res = pmz.evidence(system.model, random_seed=seed, progressbar=False, n_paths=256, n_temps=100)
+        res = pmz.evidence(system.model, method="ais", random_seed=seed, progressbar=False, n_paths=256, n_temps=100)
         covered += abs(res.log_z - system.log_z) <= 1.96 * res.log_z_se
     assert covered >= 24, covered

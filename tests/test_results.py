@@ -12,7 +12,7 @@ from pmz.results import make_result
 @pytest.fixture(scope="module")
 def result():
     system = pmz.systems.normal_mean()
-    return pmz.evidence(system.model, random_seed=7, progressbar=False, n_paths=64, n_temps=20)
+    return pmz.evidence(system.model, method="ais", random_seed=7, progressbar=False, n_paths=64, n_temps=20)
 
 
 def test_result_is_inference_data(result):

@@ -31,6 +31,7 @@ from pytensor.tensor.type import discrete_dtypes
 
 import pymc as pm
 
+from . import indexing as _indexing  # noqa: F401  (registers the batched-take rewrite)
 from .linalg import REWRITE_TAG
 from .points import FlatLayout, layout_from_model
 
