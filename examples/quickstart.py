@@ -21,12 +21,12 @@ y = X @ np.array([0.5, -1.0, 0.3]) + sigma * rng.normal(size=n_obs)
 with pm.Model() as quadratic:
     beta = pm.Normal("beta", 0.0, tau, shape=3)
     pm.Normal("y", X @ beta, sigma, observed=y)
-    res_quadratic = pmz.evidence(method="ais", random_seed=1)
+    res_quadratic = pmz.evidence(random_seed=1)  # default method: BAR
 
 with pm.Model() as linear:
     beta = pm.Normal("beta", 0.0, tau, shape=2)
     pm.Normal("y", X[:, :2] @ beta, sigma, observed=y)
-    res_linear = pmz.evidence(method="ais", random_seed=1)
+    res_linear = pmz.evidence(random_seed=1)
 
 
 def exact_log_evidence(design):
