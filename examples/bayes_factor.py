@@ -52,8 +52,10 @@ def main(out="bayes_factor.png"):
     # 1. log evidence of each model with the default method (BAR), and the Bayes-factor table
     results = {name: pmz.evidence(model, random_seed=1, progressbar=False) for name, model in models.items()}
     for name, res in results.items():
-        print(f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}; overlap of forward and "
-              f"reverse work {float(res.evidence['overlap']):.2f})")
+        print(
+            f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}; overlap of forward and "
+            f"reverse work {float(res.evidence['overlap']):.2f})"
+        )
     print()
     print(pmz.compare(results).round(3).to_string())
     bf = pmz.bayes_factor(results["student_t"], results["normal"])
@@ -67,8 +69,10 @@ def main(out="bayes_factor.png"):
         bridge = pmz.evidence(model, method="bridge", posterior=idata, random_seed=1, progressbar=False)
         diff = bridge.log_z - results[name].log_z
         se = np.hypot(bridge.log_z_se, results[name].log_z_se)
-        print(f"{name:10s} bridge sampling from pm.sample draws: {bridge.log_z:9.3f} +/- {bridge.log_z_se:.3f} "
-              f"(BAR - bridge = {-diff:+.3f} = {-diff / se:+.2f} se)")
+        print(
+            f"{name:10s} bridge sampling from pm.sample draws: {bridge.log_z:9.3f} +/- {bridge.log_z_se:.3f} "
+            f"(BAR - bridge = {-diff:+.3f} = {-diff / se:+.2f} se)"
+        )
 
     # 3. the histogram estimator's posterior over log Z, and the work distributions
     hist = pmz.evidence(models["student_t"], method="histogram", random_seed=1, progressbar=False)

@@ -38,7 +38,10 @@ exact = exact_log_evidence(X)
 print(res_quadratic)
 print()
 print(f"quadratic model: log Z = {res_quadratic.log_z:.3f} +/- {res_quadratic.log_z_se:.3f}   exact {exact:.3f}")
-print(f"  error = {res_quadratic.log_z - exact:+.3f} = {(res_quadratic.log_z - exact) / res_quadratic.log_z_se:+.2f} se")
-print(f"linear model:    log Z = {res_linear.log_z:.3f} +/- {res_linear.log_z_se:.3f}   exact {exact_log_evidence(X[:, :2]):.3f}")
+print(
+    f"  error = {res_quadratic.log_z - exact:+.3f} = {(res_quadratic.log_z - exact) / res_quadratic.log_z_se:+.2f} se"
+)
+exact_linear = exact_log_evidence(X[:, :2])
+print(f"linear model:    log Z = {res_linear.log_z:.3f} +/- {res_linear.log_z_se:.3f}   exact {exact_linear:.3f}")
 print()
 print(pmz.compare({"quadratic": res_quadratic, "linear": res_linear}).round(3).to_string())

@@ -177,27 +177,44 @@ def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: 
     )
 
 
-def evidence(model=None, *, method: str = DEFAULT_METHOD, random_seed=None, progressbar: bool = True, **options) -> EvidenceResult:
-    """Estimate the log evidence (log marginal likelihood) of a PyMC model.
+def evidence(
+    model=None, *, method: str = DEFAULT_METHOD, random_seed=None, progressbar: bool = True, **options
+) -> EvidenceResult:
+    """Estimate the log evidence (log marginal likelihood) of a PyMC model, or log Z of an energy model.
 
     Parameters
     ----------
-    model : pymc.Model, optional
+    model : pymc.Model or pmz.EnergyModel, optional
         The model; default: the model of the current ``with`` context.
     method : str
-        ``"ais"``: forward annealed importance sampling along the power posterior
-        ``prior(x) likelihood(x)^beta`` (or a geometric path from ``reference``), Jarzynski estimator.
+        ``"bar"`` (default): forward and reverse annealing along the power posterior ``prior x likelihood^beta``
+        (or a geometric path from ``reference``), Bennett acceptance ratio (Habeck 2017). ``"ais"``: forward
+        only, Jarzynski. ``"raise"``: reverse only. ``"cumulant"``, ``"bounds"``, ``"histogram"`` (posterior over
+        log Z by Gibbs sampling): other estimators of the same forward + reverse run. ``"bridge"``: bridge
+        sampling (K = 1 BAR) from posterior draws (``posterior=idata``, else a ``pm.sample`` run).
     random_seed : int, numpy SeedSequence or Generator, optional
         The same seed gives bit-identical results.
     progressbar : bool
         Show a progress bar.
     **options
-        Method options (keyword only). For ``"ais"``: ``n_paths`` (512), ``n_temps`` (600), ``schedule``
-        ("power": b_k = (k/K)^4; also "linear", "geometric", "sigmoidal" or an array), ``n_steps_per_temp`` (1),
-        ``kernel`` ("hmc" or "rwmh"), ``n_leapfrog`` (3), ``reference`` ("prior" or "laplace"),
-        ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune`` (True),
-        ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap`` (1000), ``keep_particles``,
-        ``compile_mode`` (e.g. "NUMBA").
+        Method options (keyword only).
+
+        Annealing methods: ``n_paths`` (512), ``n_temps`` (600 for "ais", 300 for two-way methods, which run
+        both directions), ``schedule`` ("power": b_k = (k/K)^4; also "linear", "geometric", "sigmoidal" or an
+        array), ``n_steps_per_temp`` (1), ``kernel`` ("auto": HMC, Gibbs + HMC for discrete variables, an energy
+        model's own kernel; or "hmc", "rwmh", "gibbs", a Kernel), ``n_leapfrog`` (3), ``reference`` ("prior" or
+        "laplace"), ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune``
+        (True), ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``,
+        ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
+
+        Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": a NUTS run for PyMC
+        models, resampled forward end states for energy models; or "nuts", "resample", an InferenceData of
+        posterior draws, an array of flat states), ``nuts_tune`` (1000), ``reverse_burn`` (5 kernel steps at
+        beta = 1 for resampled starts); "histogram" adds ``n_gibbs_draws`` (2000).
+
+        "bridge": ``posterior`` (InferenceData; default: run ``pm.sample``), ``n_draws`` (2000), ``nuts_tune``,
+        ``bridge_reference`` ("gaussian", "student_t" or a reference object), ``df`` (5), ``n_reference``,
+        ``split`` (True: fit on the first half of each chain), ``n_bootstrap``.
 
     Returns
     -------

@@ -43,8 +43,11 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     log_z0 = float(work.attrs.get("log_z0", 0.0))
     w_f = np.asarray(work["work_forward"]) if "work_forward" in work else None
     w_r = -np.asarray(work["work_reverse"]) if "work_reverse" in work else None
-    series = [(v[np.isfinite(v)], label, c) for v, label, c in
-              ((w_f, "forward  $W_f$", colors[0]), (w_r, "reverse  $-W_r$", colors[1])) if v is not None]
+    series = [
+        (v[np.isfinite(v)], label, c)
+        for v, label, c in ((w_f, "forward  $W_f$", colors[0]), (w_r, "reverse  $-W_r$", colors[1]))
+        if v is not None
+    ]
     values = np.concatenate([v for v, _, _ in series])
     edges = np.histogram_bin_edges(values, bins=bins)
     ax = _axes(ax)
@@ -66,8 +69,14 @@ def plot_log_z(results, *, ax=None, bins: int = 40):
     for i, (label, res) in enumerate(results.items()):
         draws = np.asarray(res.posterior["log_z"]).ravel()
         color = f"C{i}"
-        ax.hist(draws, bins=bins, density=True, alpha=0.45, color=color,
-                label=f"{label}: {res.log_z:.3f} $\\pm$ {res.log_z_se:.3f}")
+        ax.hist(
+            draws,
+            bins=bins,
+            density=True,
+            alpha=0.45,
+            color=color,
+            label=f"{label}: {res.log_z:.3f} $\\pm$ {res.log_z_se:.3f}",
+        )
         ax.axvline(res.log_z, color=color, lw=1.5)
     ax.set_xlabel("$\\log Z$")
     ax.set_ylabel("posterior density")

@@ -2,7 +2,8 @@
 
 ``pmz.evidence`` checks options against ``defaults``, builds the tempered family and the kernel, then calls
 ``run(family, kernel, options, rng, progressbar, target) -> record`` (``target``: the CompiledModel or
-EnergyModel) and ``estimate(record, options, rng) -> EvidenceEstimate``. Adding a method is one runner or estimator and one entry here.
+EnergyModel) and ``estimate(record, options, rng) -> EvidenceEstimate``. Adding a method is one runner or
+estimator and one entry here.
 """
 
 from __future__ import annotations
@@ -133,8 +134,9 @@ def _run_bridge(family, kernel, options, rng, progressbar, target):
         )
     draws_rng, bridge_rng = rng.spawn(2)
     if options["posterior"] is None:
-        X, chain, _ = nuts_draws(target, options["n_draws"], draws_rng, tune=options["nuts_tune"],
-                                 progressbar=progressbar)
+        X, chain, _ = nuts_draws(
+            target, options["n_draws"], draws_rng, tune=options["nuts_tune"], progressbar=progressbar
+        )
         source = "nuts"
     else:
         X, chain = posterior_to_flat(target, options["posterior"])
@@ -181,13 +183,13 @@ def _two_way(estimator):
 
 
 _TWO_WAY_ESTIMATORS = {
-    "bar": lambda rec, o, rng: bar(rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"],
-                                   n_eff_r=rec.n_eff_reverse),
+    "bar": lambda rec, o, rng: bar(
+        rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"], n_eff_r=rec.n_eff_reverse
+    ),
     "raise": lambda rec, o, rng: raise_estimate(rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
     "cumulant": lambda rec, o, rng: cumulant(rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
     "bounds": lambda rec, o, rng: stochastic_bounds(rec.forward, rec.reverse),
-    "histogram": lambda rec, o, rng: histogram_posterior(rec.forward, rec.reverse, n_draws=o["n_gibbs_draws"],
-                                                         rng=rng),
+    "histogram": lambda rec, o, rng: histogram_posterior(rec.forward, rec.reverse, n_draws=o["n_gibbs_draws"], rng=rng),
 }
 
 _ANNEALING_DEFAULTS = {

@@ -144,7 +144,11 @@ def _work_datasets(record):
             attrs["n_eff_reverse"] = float(record.n_eff_reverse)
     work = xr.Dataset(data, coords=coords, attrs=attrs)
     per_temp = {"beta": (("temperature",), forward.schedule)}
-    for name, values in (("acceptance", forward.acceptance), ("step_size", forward.step_size), ("ess", forward.ess_path)):
+    for name, values in (
+        ("acceptance", forward.acceptance),
+        ("step_size", forward.step_size),
+        ("ess", forward.ess_path),
+    ):
         if values is not None:
             per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
     if reverse is not None:

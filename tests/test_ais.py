@@ -67,7 +67,9 @@ def test_model_from_context(systems):
 
 
 def test_record_contents(systems):
-    res = pmz.evidence(systems["normal_mean"].model, method="ais", random_seed=1, progressbar=False, n_paths=32, n_temps=10)
+    res = pmz.evidence(
+        systems["normal_mean"].model, method="ais", random_seed=1, progressbar=False, n_paths=32, n_temps=10
+    )
     sched = res.schedule
     assert sched["beta"].values[0] == 0.0 and sched["beta"].values[-1] == 1.0
     acc = sched["acceptance"].values[1:-1]
@@ -82,7 +84,9 @@ def test_record_contents(systems):
 def test_warns_on_degenerate_weights(systems):
     """Two temperatures from the prior on a 50-point regression: the weights collapse and pmz says so."""
     with pytest.warns(UserWarning, match="degenerate"):
-        pmz.evidence(systems["linear_regression"].model, method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=2)
+        pmz.evidence(
+            systems["linear_regression"].model, method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=2
+        )
 
 
 @pytest.mark.slow

@@ -24,7 +24,9 @@ def mixture_model():
     c = np.array([-1.0, 0.0, 2.0])
     w = np.array([0.2, 0.5, 0.3])
     cov = np.eye(y.size) + 4.0
-    exact = logsumexp([np.log(w[k]) + stats.multivariate_normal(np.zeros(y.size), cov).logpdf(y - c[k]) for k in range(3)])
+    exact = logsumexp(
+        [np.log(w[k]) + stats.multivariate_normal(np.zeros(y.size), cov).logpdf(y - c[k]) for k in range(3)]
+    )
     with pm.Model() as m:
         z = pm.Categorical("z", p=w)
         mu = pm.Normal("mu", np.float64(0.0), np.float64(2.0))
@@ -44,7 +46,9 @@ def all_discrete_model():
         for k in range(60):
             mean = sum(bits) + k / 2.0
             terms.append(
-                stats.bernoulli(0.3).logpmf(bits).sum() + stats.poisson(2.0).logpmf(k) + stats.norm(mean, 1).logpdf(y).sum()
+                stats.bernoulli(0.3).logpmf(bits).sum()
+                + stats.poisson(2.0).logpmf(k)
+                + stats.norm(mean, 1).logpdf(y).sum()
             )
     return m, logsumexp(terms)
 
@@ -166,8 +170,9 @@ def test_energy_model_through_evidence():
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.05
     p = np.exp(log_f1(states) - exact)
     exact_draws = states[np.random.default_rng(1).choice(64, size=1000, p=p)]
-    res = pmz.evidence(model, method="bar", reverse_start=exact_draws, random_seed=SEED, progressbar=False,
-                       n_paths=1000, n_temps=100)
+    res = pmz.evidence(
+        model, method="bar", reverse_start=exact_draws, random_seed=SEED, progressbar=False, n_paths=1000, n_temps=100
+    )
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.05
     assert float(res.evidence["lower"]) <= exact <= float(res.evidence["upper"])
 

@@ -135,7 +135,11 @@ def test_non_finite_potential(bad, potentials):
         pm.Potential("bad_potential", pt.switch(mu > -1e10, bad, 0.0))
     word = "nan" if np.isnan(bad) else "inf"
     # the power path refuses potentials in the prior outright; the non-finite value is then not reached
-    match = "potentials='prior'" if potentials == "prior" else rf"log density is {word}.*non-finite terms: \['bad_potential'\]"
+    match = (
+        "potentials='prior'"
+        if potentials == "prior"
+        else rf"log density is {word}.*non-finite terms: \['bad_potential'\]"
+    )
     with pytest.raises(ModelSpecificationError, match=match):
         evidence(m, potentials=potentials)
 

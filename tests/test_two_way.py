@@ -52,8 +52,13 @@ def test_bar_is_the_default_method(systems):
 def test_every_two_way_estimator_on_linear_regression(systems, posterior_draws, method):
     system = systems["linear_regression"]
     res = pmz.evidence(
-        system.model, method=method, reverse_start=posterior_draws["linear_regression"], random_seed=SEED,
-        progressbar=False, n_paths=256, n_temps=200,
+        system.model,
+        method=method,
+        reverse_start=posterior_draws["linear_regression"],
+        random_seed=SEED,
+        progressbar=False,
+        n_paths=256,
+        n_temps=200,
     )
     tol = 0.05 if method != "bounds" else 0.0  # the bounds' "se" is the half gap: conservative by design
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + tol, (method, res.log_z, system.log_z, res.log_z_se)
@@ -65,8 +70,14 @@ def test_every_two_way_estimator_on_linear_regression(systems, posterior_draws, 
 def test_histogram_posterior_is_an_arviz_posterior(systems, posterior_draws):
     system = systems["linear_regression"]
     res = pmz.evidence(
-        system.model, method="histogram", reverse_start=posterior_draws["linear_regression"], random_seed=SEED,
-        progressbar=False, n_paths=256, n_temps=200, n_gibbs_draws=1000,
+        system.model,
+        method="histogram",
+        reverse_start=posterior_draws["linear_regression"],
+        random_seed=SEED,
+        progressbar=False,
+        n_paths=256,
+        n_temps=200,
+        n_gibbs_draws=1000,
     )
     draws = res.posterior["log_z"].values.ravel()
     assert draws.size == 1000 and np.unique(draws).size > 900  # real Gibbs draws, not a normal approximation
@@ -81,8 +92,12 @@ def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
     system = systems["nig_regression"]
     for reference in ("gaussian", "student_t"):
         res = pmz.evidence(
-            system.model, method="bridge", posterior=posterior_draws["nig_regression"], bridge_reference=reference,
-            random_seed=SEED, progressbar=False,
+            system.model,
+            method="bridge",
+            posterior=posterior_draws["nig_regression"],
+            bridge_reference=reference,
+            random_seed=SEED,
+            progressbar=False,
         )
         assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05, (reference, res.log_z, system.log_z)
         assert 0 < res.log_z_se < 0.1
@@ -95,8 +110,13 @@ def test_resampled_reverse_starts_warn(systems):
     system = systems["normal_mean"]
     with pytest.warns(UserWarning, match="inherit the forward run's bias"):
         res = pmz.evidence(
-            system.model, method="bar", reverse_start="resample", random_seed=SEED, progressbar=False,
-            n_paths=256, n_temps=100,
+            system.model,
+            method="bar",
+            reverse_start="resample",
+            random_seed=SEED,
+            progressbar=False,
+            n_paths=256,
+            n_temps=100,
         )
     assert res.work.attrs["reverse_start"] == "resample"
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05

@@ -91,7 +91,9 @@ class SiteGibbs(Kernel):
             q = vals.size
             candidates = np.repeat(x[None], q, axis=0)  # (q, n, dim)
             candidates[:, :, site] = vals[:, None]
-            log_c = family.parts(candidates.reshape(q * n, -1)).log_density(np.broadcast_to(b, (q, n)).ravel() if b.ndim else b)
+            log_c = family.parts(candidates.reshape(q * n, -1)).log_density(
+                np.broadcast_to(b, (q, n)).ravel() if b.ndim else b
+            )
             log_c = log_c.reshape(q, n).T  # (n, q)
             pick = sample_categorical(rng, log_c)
             x[:, site] = vals[pick]

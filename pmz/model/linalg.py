@@ -82,6 +82,4 @@ def local_broadcast_triangular_solve(fgraph, node):
 # never in anybody else's. Position 48: after pytensor's specialisations, before the in-place phase.
 REWRITE_TAG = "pmz_batched_linalg"
 if "pmz_broadcast_triangular_solve" not in optdb:
-    optdb.register(
-        "pmz_broadcast_triangular_solve", in2out(local_broadcast_triangular_solve), REWRITE_TAG, position=48
-    )
+    optdb.register("pmz_broadcast_triangular_solve", in2out(local_broadcast_triangular_solve), REWRITE_TAG, position=48)

@@ -12,8 +12,8 @@ run the same kernels in the reverse order, for ``k = K..1``,
     log w_r -= (b_k - b_{k-1}) U(x),            then (k > 1)  x ~ T_{k-1}^n(x, .)
 
 so that ``E[w_r] = Z0 / Z1`` when the starts are exact draws of p1. The work ``W = -log w`` of both directions
-feeds the two-sided estimators (BAR, histogram, bounds). All paths of a chunk move together (one batched log-density call per kernel step); chunks bound memory and
-get their own random streams. The runner records; it never computes log Z (see ``pmz.estimators``).
+feeds the two-sided estimators (BAR, histogram, bounds). All paths of a chunk move together (one batched
+log-density call per kernel step); chunks bound memory and get their own random streams. The runner records; it never computes log Z (see ``pmz.estimators``).
 """
 
 from __future__ import annotations

@@ -93,8 +93,9 @@ def run_bidirectional(
     forward_rng, start_rng, reverse_rng = rng.spawn(3)
     common = dict(n_steps_per_temp=n_steps_per_temp, chunk_size=chunk_size, progressbar=progressbar, tuning=tuning)
     keep_forward = keep_final or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
-    forward = run_ais(family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward,
-                      **common)
+    forward = run_ais(
+        family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward, **common
+    )
     starts, label = _reverse_starts(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, options
     )
