@@ -10,7 +10,7 @@ histogram estimator is run at ``K = 10`` only (it is the slow one).
 
 Run from the repository root::
 
-    python examples/neq_gaussian_toy.py               # 1000 repeats, K = 1 ... 200 (a minute or two)
+    python examples/neq_gaussian_toy.py               # 1000 repeats, K = 1 ... 200 (about 3 minutes)
     python examples/neq_gaussian_toy.py --quick       # 100 repeats, K in (2, 10, 50), a few seconds
     python examples/neq_gaussian_toy.py --write-doc   # also write the table into docs/neq_gaussian_toy.md
                                                       # and the figure docs/figures/neq_gaussian_toy.png
@@ -134,21 +134,24 @@ def format_table(results: dict[int, dict], repeats: int, posterior_draws: int = 
 
 
 def plot(results: dict[int, dict], path: Path) -> None:
-    """Bias ± spread against K (log scale), all estimators on a symlog axis and a linear zoom."""
+    """Bias ± spread against K (log scale): all estimators on a symlog axis, and a linear zoom near 0."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    Ks = np.array(list(results))
+    colours = dict(zip(ESTIMATORS, plt.get_cmap("tab10").colors))
+    panels = {
+        "all estimators (symlog y axis)": [n for n in ESTIMATORS if not n.startswith("histogram")],
+        "zoom": ["ais", "raise", "cumulant_combined", "bar", "histogram_posterior"],
+    }
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    shown = {"all estimators (symlog y)": list(ESTIMATORS)[:-1], "zoom": ["ais", "raise", "cumulant_combined", "bar"]}
-    for ax, (title, names) in zip(axes, shown.items()):
+    for ax, (title, names) in zip(axes, panels.items()):
         for j, name in enumerate(names):
-            bias = np.array([results[K][name][0] for K in Ks])
-            sd = np.array([results[K][name][1] for K in Ks])
-            x = Ks * 1.04 ** (j - len(names) / 2)  # small horizontal offsets so the error bars do not overlap
-            ax.errorbar(x, bias, yerr=sd, marker="o", ms=3, capsize=2, label=ESTIMATORS[name])
+            Ks = np.array([K for K in results if name in results[K]])
+            bias, sd = np.array([results[K][name] for K in Ks]).T
+            x = Ks * 1.05 ** (j - len(names) / 2)  # small horizontal offsets so that the error bars do not overlap
+            ax.errorbar(x, bias, yerr=sd, marker="o", ms=3, capsize=2, color=colours[name], label=ESTIMATORS[name])
         ax.axhline(0.0, color="k", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("K (annealing steps)")
@@ -158,7 +161,7 @@ def plot(results: dict[int, dict], path: Path) -> None:
     axes[1].set_ylim(-3, 3)
     axes[0].legend(fontsize=7, ncol=2)
     axes[1].legend(fontsize=7)
-    fig.suptitle(f"Gaussian toy, tau = {TAU}, M = {N_PATHS} each way (histogram ML = BAR, not drawn)")
+    fig.suptitle(f"Gaussian toy, tau = {TAU}, M = {N_PATHS} paths each way (histogram ML = BAR, not drawn)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
