@@ -30,3 +30,19 @@ def test_bayes_factor_example(tmp_path):
     z_scores = [float(z) for z in re.findall(r"BAR - bridge = [-+0-9.]+ = ([-+0-9.]+) se", out)]
     assert len(z_scores) == 2 and all(abs(z) < 4 for z in z_scores), out
     assert figure.stat().st_size > 10_000
+
+
+def test_neq_ising_quick():
+    """The Ising reproduction at 16 x 16: BAR and the histogram estimator within 4 se (+0.1) of Kaufman's value,
+    the one-sided estimates bracketed by the stochastic bounds."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from neq_ising import main
+    finally:
+        sys.path.pop(0)
+    exact, runs = main(["--quick", "--seeds", "2"])
+    for _, values, ses, _ in runs:
+        for name in ("BAR", "histogram"):
+            assert abs(values[name] - exact) < 4 * ses[name] + 0.1, (name, values[name], exact, ses[name])
+            assert ses[name] < 0.5
+        assert values["lower bound"] <= exact <= values["upper bound"]

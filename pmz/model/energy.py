@@ -112,6 +112,9 @@ class EnergyModel:
     kernel : pmz Kernel, optional
         The model's natural kernel (default for ``pmz.evidence``); otherwise site-by-site Gibbs for discrete
         states, HMC (with gradients) or random-walk Metropolis for continuous ones.
+    sample_target : callable, optional
+        ``(rng, n) -> (n, dim)`` draws of the target ``f1 / Z`` (exact, or equilibrium draws from a sampler
+        known to mix), used to start reverse annealing paths (``reverse_start="auto"``).
     name : str
 
     Attributes
@@ -131,7 +134,9 @@ class EnergyModel:
     array([0.9, 0.9])
     """
 
-    def __init__(self, log_density, base, *, grad_log_density=None, kernel=None, name: str = "energy model"):
+    def __init__(
+        self, log_density, base, *, grad_log_density=None, kernel=None, sample_target=None, name: str = "energy model"
+    ):
         if not callable(log_density):
             raise TypeError("log_density must be a callable X (n, dim) -> (n,)")
         for member in ("dim", "sample", "log_density"):
@@ -142,6 +147,8 @@ class EnergyModel:
         self.base = base
         self.dim = int(base.dim)
         self.kernel = kernel
+        if sample_target is not None:
+            self.sample_target = sample_target
         self.name = name
         self.discrete = hasattr(base, "values")
         self.n_logp_evals = 0

@@ -257,6 +257,33 @@ class _IsingLogDensity:
         return -ising_energy(X, self.L, self.coupling) - self.offset
 
 
+class _IsingTargetDraws:
+    """Equilibrium draws of the Ising torus at coupling J, for reverse annealing paths.
+
+    Above the critical coupling the torus is ordered: start every chain aligned with a random global sign (the
+    model is symmetric under ``s -> -s``, so each phase gets weight 1/2 exactly) and relax it with ``n_sweeps``
+    heat-bath sweeps at beta = 1; below it, start from uniform spins. The relaxation within a phase is fast away
+    from the critical point (tens of sweeps at J = 1); near J_c use more sweeps.
+    """
+
+    def __init__(self, L: int, coupling: float, n_sweeps: int = 200):
+        self.L, self.coupling, self.n_sweeps = L, coupling, int(n_sweeps)
+
+    def __call__(self, rng, n):
+        from ..model.energy import EnergyFamily
+
+        N = self.L * self.L
+        model = EnergyModel(_IsingLogDensity(self.L, self.coupling), UniformSpins(N))
+        family = EnergyFamily(model)
+        kernel = IsingKernel(self.L, self.coupling, method="heat_bath", n_sweeps=self.n_sweeps)
+        if self.coupling > CRITICAL_COUPLING:
+            X = np.repeat(rng.choice([-1.0, 1.0], size=(n, 1)), N, axis=1)
+        else:
+            X = model.base.sample(rng, n)
+        state, _ = kernel.step(rng, kernel.init_state(family, X), family, 1.0, kernel.default_params(N))
+        return state.x
+
+
 def ising(L: int = 16, coupling: float = 0.4, *, kernel: str = "heat_bath", n_sweeps: int = 1) -> KnownTruth:
     """The ``L x L`` Ising torus as a pmz energy model, with its exact log Z (Kaufman 1949).
 
@@ -294,6 +321,7 @@ def ising(L: int = 16, coupling: float = 0.4, *, kernel: str = "heat_bath", n_sw
         _IsingLogDensity(L, float(coupling)),
         UniformSpins(L * L),
         kernel=IsingKernel(L, coupling, method=kernel, n_sweeps=n_sweeps),
+        sample_target=_IsingTargetDraws(L, float(coupling)),
         name=name,
     )
     return KnownTruth(model, ising_log_z_exact(L, coupling), name)
