@@ -1,4 +1,11 @@
-"""Reference systems with a known log evidence / log partition function."""
+"""Reference systems with a known log evidence / log partition function (see docs/systems.md).
+
+* conjugate PyMC models with closed-form log p(y) (``normal_mean``, ``linear_regression``, ...);
+* energy models: the Ising torus (exact, Kaufman), the q-state Potts torus (exact for small lattices, a documented
+  reference value for 32 x 32), binary RBMs trained on scikit-learn's digits (exact by enumeration, or a
+  documented reference value);
+* the Gaussian toy of Habeck (2017) with exact forward and reverse work.
+"""
 
 from .conjugate import (
     ALL_SYSTEMS,
@@ -9,8 +16,18 @@ from .conjugate import (
     normal_mean,
     poisson_gamma,
 )
+from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
+from .ising import ising
+from .potts import potts
+from .rbm import random_rbm, rbm_digits
 
 __all__ = [
+    "ising",
+    "potts",
+    "rbm_digits",
+    "random_rbm",
+    "gaussian_toy_works",
+    "GAUSSIAN_TOY_LOG_Z",
     "KnownTruth",
     "ALL_SYSTEMS",
     "normal_mean",

@@ -40,15 +40,16 @@ class KnownTruth(NamedTuple):
 
     Attributes
     ----------
-    model : pymc.Model
-        The model, with the simulated observations inside.
+    model : pymc.Model or pmz.EnergyModel
+        The model (a PyMC model with the simulated observations inside, or an energy model).
     log_z : float
-        Exact log marginal likelihood log p(y), from the closed form.
+        Exact log marginal likelihood log p(y) (closed form), or log Z of an energy model (exact, or a
+        documented reference value: see the system's docstring).
     name : str
         Short name of the system, e.g. ``"normal_mean"``.
     """
 
-    model: pm.Model
+    model: object
     log_z: float
     name: str
 
