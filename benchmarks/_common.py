@@ -1,13 +1,30 @@
-"""Helpers shared by the benchmark scripts: the machine description and updating docs/benchmarks.md."""
+"""Helpers shared by the benchmark scripts: the machine description, updating docs/benchmarks.md, timing one
+``pmz.evidence`` call and calibrating a run's cost to a time budget."""
 
 from __future__ import annotations
 
+import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
+NOTES_START, NOTES_END = "<!-- notes: kept when the script rewrites this section -->", "<!-- /notes -->"
 
-__all__ = ["ROOT", "DOC", "cpu_name", "update_doc"]
+__all__ = [
+    "DOC",
+    "NOTES_END",
+    "NOTES_START",
+    "ROOT",
+    "calibrate_linear",
+    "cpu_name",
+    "existing_notes",
+    "run_evidence",
+    "update_doc",
+]
 
 
 def cpu_name() -> str:
@@ -21,18 +38,110 @@ def cpu_name() -> str:
     return "unknown CPU"
 
 
+def _section_bounds(lines: list[str], section_heading: str) -> tuple[int, int] | None:
+    """(first, end) line indices of the ``## ...`` section ``section_heading`` (None if absent)."""
+    start = next((i for i, line in enumerate(lines) if line.strip() == section_heading), None)
+    if start is None:
+        return None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return start, end
+
+
 def update_doc(section_heading: str, body: str, doc: Path = DOC) -> None:
     """Replace (or append) the ``## ...`` section ``section_heading`` of ``doc``, keeping all other sections."""
     text = doc.read_text() if doc.exists() else "# pmz benchmarks\n"
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == section_heading), None)
+    bounds = _section_bounds(lines, section_heading)
     new = [section_heading, "", *body.rstrip("\n").splitlines(), ""]
-    if start is None:
+    if bounds is None:
         while lines and not lines[-1].strip():
             lines.pop()
         lines += ["", *new]
     else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        start, end = bounds
         lines[start:end] = new
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text("\n".join(lines).rstrip("\n") + "\n")
+
+
+def existing_notes(section_heading: str, doc: Path = DOC) -> list[str]:
+    """Hand-written notes between NOTES_START and NOTES_END in section ``section_heading`` (kept on rewrite)."""
+    if not doc.exists():
+        return []
+    lines = doc.read_text().splitlines()
+    bounds = _section_bounds(lines, section_heading)
+    if bounds is None:
+        return []
+    text = "\n".join(lines[bounds[0] : bounds[1]])
+    i, j = text.find(NOTES_START), text.find(NOTES_END)
+    if i < 0 or j < i:
+        return []
+    return [*text[i : j + len(NOTES_END)].splitlines(), ""]
+
+
+def run_evidence(model, seed: int, **options):
+    """One quiet ``pmz.evidence(model, random_seed=seed, progressbar=False, **options)`` call.
+
+    Returns (result, wall time, process CPU time, pmz's warning messages); both times are measured around the
+    whole call (``time.perf_counter`` / ``time.process_time``), so they include everything ``pmz.evidence``
+    does (for two-way methods and bridge sampling also the ``pm.sample`` NUTS run for the posterior draws).
+    """
+    import pmz
+
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pmz.evidence(model, random_seed=seed, progressbar=False, **options)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and "pmz" in str(w.message)]
+    return res, wall, cpu, messages
+
+
+def calibrate_linear(
+    cost: Callable[[int], float],
+    target: float,
+    *,
+    lo: int,
+    hi: int,
+    start: tuple[int, int],
+    n_start: int = 3,
+    n_check: int = 2,
+    checks: int = 2,
+    tol: float = 0.1,
+) -> tuple[int, list[tuple[int, float]]]:
+    """An integer setting x in [lo, hi] at which one run costs about ``target`` seconds.
+
+    ``cost(x)`` runs once with setting x and returns its cost in seconds. The cost is modelled as a straight
+    line in x (a fixed cost plus a cost per unit of x). Single timings are noisy, so: ``n_start`` runs at each
+    of the two ``start`` settings, a least-squares line through all runs, solved for the target and clipped to
+    [lo, hi]; then up to ``checks`` rounds of ``n_check`` runs at the solution, each added to the fit, until
+    their median is within ``tol`` (relative) of the target. If the fitted slope is not positive (noise hides
+    the cost's growth), x is ``lo`` when the target is below the mean measured cost, else scaled from the second
+    start setting by target / mean cost. Returns x and every (x, cost) measured.
+    """
+    points: list[tuple[int, float]] = []
+
+    def measure(x, n):
+        ts = [cost(x) for _ in range(n)]
+        points.extend((x, t) for t in ts)
+        return float(np.median(ts))
+
+    def solve():
+        xs, ts = np.array(points, dtype=float).T
+        slope, intercept = np.polyfit(xs, ts, 1)
+        if slope > 0:
+            x = (target - intercept) / slope
+        else:
+            x = lo if target < np.mean(ts) else start[1] * target / np.mean(ts)
+        return int(np.clip(round(x), lo, hi))
+
+    for x0 in start:
+        measure(x0, n_start)
+    x = solve()
+    for _ in range(checks):
+        if abs(measure(x, n_check) - target) <= tol * target:
+            break
+        x = solve()
+    return x, points

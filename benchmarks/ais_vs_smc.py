@@ -60,7 +60,7 @@ import numpy as np
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
 import pytensor  # noqa: E402
-from _common import DOC, ROOT, cpu_name, update_doc  # noqa: E402
+from _common import DOC, ROOT, calibrate_linear, cpu_name, existing_notes, run_evidence, update_doc  # noqa: E402
 
 import pymc as pm  # noqa: E402
 
@@ -139,22 +139,9 @@ def run_ais(model, seed: int, n_temps: int, n_paths: int = AIS_DEFAULT_PATHS):
     The wall time is pmz's own ``attrs["wall_time"]`` (the whole call); the CPU time is ``time.process_time``
     around the call.
     """
-    c0 = time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = pmz.evidence(
-            model,
-            method="ais",
-            random_seed=seed,
-            progressbar=False,
-            n_paths=n_paths,
-            n_temps=n_temps,
-            schedule="power",
-            n_steps_per_temp=1,
-            kernel="hmc",
-        )
-    cpu = time.process_time() - c0
-    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and "pmz" in str(w.message)]
+    res, _, cpu, messages = run_evidence(
+        model, seed, method="ais", n_paths=n_paths, n_temps=n_temps, schedule="power", n_steps_per_temp=1, kernel="hmc"
+    )
     return res.log_z, res.log_z_se, float(res.posterior.attrs["wall_time"]), cpu, messages
 
 
@@ -169,31 +156,18 @@ def calibrate_n_temps(model, target_time: float, log=print) -> tuple[int, list]:
     tuning, plus the cost per temperature). Single timings are noisy, so: 3 runs each at K = 10 and at the
     default K = 200, a least-squares line through all runs, solved for the target; then up to
     CALIBRATION_CHECKS rounds of 2 runs at the solution, each added to the fit, until their median is
-    within 10% of the target.
+    within 10% of the target (``_common.calibrate_linear``).
     """
     lo, hi = N_TEMPS_RANGE
     seeds = iter(np.arange(CALIBRATION_SEEDS[0], CALIBRATION_SEEDS[0] + 1000))
-    points: list[tuple[int, float]] = []
-
-    def measure(k, n):
-        ts = [run_ais(model, int(next(seeds)), n_temps=k)[3] for _ in range(n)]
-        points.extend((k, t) for t in ts)
-        return float(np.median(ts))
-
-    def solve():
-        ks, ts = np.array(points, dtype=float).T
-        slope, intercept = np.polyfit(ks, ts, 1)
-        k = (target_time - intercept) / slope if slope > 0 else AIS_DEFAULT_TEMPS * target_time / np.mean(ts)
-        return int(np.clip(round(k), lo, hi))
-
-    measure(lo, 3)
-    measure(AIS_DEFAULT_TEMPS, 3)
-    k = solve()
-    for _ in range(CALIBRATION_CHECKS):
-        t_k = measure(k, 2)
-        if abs(t_k - target_time) <= 0.1 * target_time:
-            break
-        k = solve()
+    k, points = calibrate_linear(
+        lambda n_temps: run_ais(model, int(next(seeds)), n_temps=n_temps)[3],
+        target_time,
+        lo=lo,
+        hi=hi,
+        start=(lo, AIS_DEFAULT_TEMPS),
+        checks=CALIBRATION_CHECKS,
+    )
     summary = {}
     for kk, tt in points:
         summary.setdefault(kk, []).append(tt)
@@ -317,20 +291,6 @@ def observations(summary) -> list[str]:
     return lines
 
 
-NOTES_START, NOTES_END = "<!-- notes: kept when the script rewrites this section -->", "<!-- /notes -->"
-
-
-def existing_notes(doc: Path = DOC) -> list[str]:
-    """Hand-written notes between NOTES_START and NOTES_END in the current section (kept on rewrite)."""
-    if not doc.exists():
-        return []
-    text = doc.read_text()
-    i, j = text.find(NOTES_START), text.find(NOTES_END)
-    if i < 0 or j < i:
-        return []
-    return [*text[i : j + len(NOTES_END)].splitlines(), ""]
-
-
 def machine_line() -> str:
     cpu = cpu_name()
     return (
@@ -432,7 +392,7 @@ def main(argv=None):
             "",
             *observations(summary),
             "",
-            *existing_notes(),
+            *existing_notes(HEADING),
             f"Command: `{command}` (total {total / 60:.1f} min)  ",
             f"Date: {datetime.date.today().isoformat()}  ",
             f"Machine: {machine_line()}",
