@@ -10,8 +10,8 @@ Configurations, per system:
 * ``smc``: ``pm.sample_smc`` with PyMC's defaults (2000 draws, IMH kernel), ``chains=1, cores=1``
   (``ais_vs_smc.run_smc``). Its median CPU time over four calibration runs is the budget T.
 * ``bar K=k`` for k in ``BAR_N_TEMPS``: ``pmz.evidence(method="bar", n_temps=k, nuts_tune=--nuts-tune)``,
-  forward and reverse annealing with ``n_reverse = n_paths`` reverse paths started at draws of a ``pm.sample``
-  NUTS run (``reverse_start="auto"``). ``n_paths`` is calibrated so that one run costs T: short schedules buy
+  forward and reverse annealing with ``n_reverse = n_paths`` reverse paths started at resampled forward end
+  states relaxed by 20 steps of the frozen beta = 1 HMC kernel (``reverse_start="auto"``, pmz's default). ``n_paths`` is calibrated so that one run costs T: short schedules buy
   many paths, long ones few ("whatever schedule length is best at that budget": all are reported, and the one
   with the lowest mean *reported* se, which needs no exact answer, is marked as pmz's choice).
 * ``bridge``: ``pmz.evidence(method="bridge", nuts_tune=--nuts-tune)`` with ``n_draws`` calibrated to T.
@@ -361,7 +361,8 @@ def doc_body(args, table, summary, calibrations, total) -> str:
         "defaults otherwise (IMH kernel), estimate = the final stage's `sample_stats[\"log_marginal_likelihood\"]` "
         "(as in the AIS section). Its median CPU time over four calibration runs is the budget T."),
         (f"* **bar K=k**: `pmz.evidence(method=\"bar\", n_temps=k, n_paths=P, nuts_tune={args.nuts_tune})`, "
-        "n_reverse = P reverse paths started at draws of a `pm.sample` NUTS run (2 chains, `reverse_start=\"auto\"`), "
+        "n_reverse = P reverse paths started at resampled forward end states relaxed by 20 steps of the frozen "
+        "beta = 1 HMC kernel (`reverse_start=\"auto\"`, pmz's default; no NUTS run), "
         "pmz's defaults otherwise (power schedule, HMC with 3 leapfrog steps, pilot tuning). P is calibrated so "
         "that a run costs T: a short schedule buys more paths. * = pmz's choice among the K values, the one with "
         "the lowest mean *reported* se (no exact answer needed)."),

@@ -207,10 +207,10 @@ def evidence(
         (True), ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``,
         ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
 
-        Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": a NUTS run for PyMC
-        models, resampled forward end states for energy models; or "nuts", "resample", an InferenceData of
-        posterior draws, an array of flat states), ``nuts_tune`` (1000), ``reverse_burn`` (5 kernel steps at
-        beta = 1 for resampled starts); "histogram" adds ``n_gibbs_draws`` (2000).
+        Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": an energy model's
+        ``sample_target``, else forward end states resampled by their weights and relaxed by ``reverse_burn``
+        (20) steps of the beta = 1 kernel; or "nuts" (a ``pm.sample`` run, ``nuts_tune`` 1000), "resample", an
+        InferenceData of posterior draws, an array of flat states); "histogram" adds ``n_gibbs_draws`` (2000).
 
         "bridge": ``posterior`` (InferenceData; default: run ``pm.sample``), ``n_draws`` (2000), ``nuts_tune``,
         ``bridge_reference`` ("gaussian", "student_t" or a reference object), ``df`` (5), ``n_reference``,

@@ -23,6 +23,7 @@ from .runners.ais import run_ais
 from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
 from .runners.starts import nuts_draws, posterior_to_flat
+from .weights import ess
 
 __all__ = ["Method", "METHODS", "COMMON_DEFAULTS", "DEFAULT_METHOD"]
 
@@ -166,13 +167,20 @@ def _two_way_diagnostics(estimate, record, options, rng):
     warnings = list(estimate.warnings)
     if estimate.method != "bar":
         warnings += [w for w in ref.warnings if w not in warnings]
-    if record.reverse_start == "resample":
+    ess_fraction = _ess_fraction(record.forward.log_weights)
+    extra["forward_ess_fraction"] = ess_fraction
+    if record.reverse_start == "resample" and (ess_fraction < 0.1 or options.get("reverse_burn", 0) == 0):
         warnings.append(
-            "pmz: the reverse paths started at resampled forward end states (reverse_start='resample'), so "
-            "they inherit the forward run's bias; the upper bound and RAISE are not guaranteed. Pass posterior "
-            "draws (reverse_start=idata) or use reverse_start='nuts' for exact starts."
+            f"pmz: the reverse paths started at resampled forward end states (reverse_start='resample') while the "
+            f"forward ESS is {100 * ess_fraction:.1f}% of the paths (or reverse_burn=0): they inherit the forward "
+            "run's bias, and the upper bound and RAISE are not guaranteed. Pass posterior draws "
+            "(reverse_start=idata), use reverse_start='nuts', or add temperatures."
         )
     return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)
+
+
+def _ess_fraction(log_w) -> float:
+    return float(ess(log_w) / max(len(log_w), 1))
 
 
 def _two_way(estimator):
@@ -210,9 +218,9 @@ _TWO_WAY_DEFAULTS = {
     "n_temps": 300,  # forward + reverse at 300 temperatures cost what forward AIS costs at 600
     "n_bootstrap": 200,
     "n_reverse": None,  # default: n_paths
-    "reverse_start": "auto",  # "nuts" for PyMC models, exact draws or "resample" for energy models
+    "reverse_start": "auto",  # an energy model's exact draws, else resampled forward end states + reverse_burn
     "nuts_tune": 1000,
-    "reverse_burn": 5,
+    "reverse_burn": 20,
 }
 
 _DESCRIPTIONS = {

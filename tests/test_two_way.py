@@ -106,20 +106,31 @@ def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
         assert 50 < n_eff <= res.work["work_reverse"].size
 
 
-def test_resampled_reverse_starts_warn(systems):
+def test_default_reverse_starts_are_relaxed_resampled_forward_states(systems):
+    """reverse_start="auto" (PyMC model): resampled forward end states + 20 beta = 1 kernel steps, no warning
+    while the forward ESS is healthy; without relaxation (reverse_burn=0) pmz warns about inherited bias."""
+    import warnings as _warnings
+
     system = systems["normal_mean"]
-    with pytest.warns(UserWarning, match="inherit the forward run's bias"):
-        res = pmz.evidence(
-            system.model,
-            method="bar",
-            reverse_start="resample",
-            random_seed=SEED,
-            progressbar=False,
-            n_paths=256,
-            n_temps=100,
-        )
+    opts = dict(method="bar", random_seed=SEED, progressbar=False, n_paths=256, n_temps=100)
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error", UserWarning)
+        res = pmz.evidence(system.model, **opts)
     assert res.work.attrs["reverse_start"] == "resample"
+    assert float(res.evidence["forward_ess_fraction"]) > 0.5
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
+    with pytest.warns(UserWarning, match="inherit the forward run's bias"):
+        pmz.evidence(system.model, reverse_burn=0, **opts)
+
+
+def test_nuts_reverse_starts(systems):
+    system = systems["beta_binomial"]
+    res = pmz.evidence(
+        system.model, method="bar", reverse_start="nuts", nuts_tune=300, random_seed=SEED, progressbar=False,
+        n_paths=256, n_temps=100,
+    )
+    assert res.work.attrs["reverse_start"] == "nuts"
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05 and res.log_z_se < 0.1
 
 
 def test_poor_overlap_warns(systems):
@@ -131,11 +142,9 @@ def test_poor_overlap_warns(systems):
 
 def test_two_way_seed_reproducible(systems):
     model = systems["poisson_gamma"].model
-    opts = dict(method="bar", progressbar=False, n_paths=64, n_temps=30, reverse_start="resample")
-    with pytest.warns(UserWarning):
-        a = pmz.evidence(model, random_seed=3, **opts)
-    with pytest.warns(UserWarning):
-        b = pmz.evidence(model, random_seed=3, **opts)
+    opts = dict(method="bar", progressbar=False, n_paths=64, n_temps=30)
+    a = pmz.evidence(model, random_seed=3, **opts)
+    b = pmz.evidence(model, random_seed=3, **opts)
     assert np.array_equal(a.work["work_reverse"].values, b.work["work_reverse"].values)
     assert a.log_z == b.log_z
 

@@ -9,10 +9,12 @@ Reverse starts (``reverse_start``):
 * an ``arviz.InferenceData`` / xarray posterior / dict of draws, or an array ``(n, dim)`` of flat particles:
   used as given (thinned evenly to ``n_reverse``);
 * ``"nuts"``: a ``pm.sample`` NUTS run on the PyMC model (exact posterior draws up to MCMC error);
-* ``"resample"``: forward end states resampled by their weights, then ``reverse_burn`` kernel steps at
-  beta = 1. The reverse run then inherits the forward run's bias: the record says so and the estimators warn;
-* ``"auto"``: ``"nuts"`` for PyMC models, the energy model's exact ``sample_target`` if it has one, else
-  ``"resample"``.
+* ``"resample"``: forward end states resampled by their weights, then ``reverse_burn`` steps of the frozen
+  beta = 1 kernel for the whole batch at once (a "long run of T_K", METHODS.md section 1). Cheap: no second
+  sampler, no recompilation. The starts depend on the forward run, so the reverse run can inherit its bias
+  where the forward weights are poor (low ESS) or the kernel cannot relax the resampled set (separated modes):
+  the record says "resample", and the result warns when the forward ESS is below 10% of the paths;
+* ``"auto"``: the energy model's ``sample_target`` if it has one, else ``"resample"``.
 """
 
 from __future__ import annotations
@@ -38,12 +40,9 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
         if reverse_start not in REVERSE_STARTS:
             raise ValueError(f"pmz: reverse_start must be one of {REVERSE_STARTS}, draws or an array")
         if reverse_start == "auto":
-            if not _is_energy(target):
-                reverse_start = "nuts"
-            elif hasattr(target, "sample_target"):
+            if _is_energy(target) and hasattr(target, "sample_target"):
                 return np.asarray(target.sample_target(rng, n), dtype=float), "exact"
-            else:
-                reverse_start = "resample"
+            reverse_start = "resample"
         if reverse_start == "nuts":
             if _is_energy(target):
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
