@@ -258,7 +258,7 @@ def evidence(
     if options["keep_particles"] and getattr(record, "final_x", None) is not None:
         particles = {"x": record.final_x} if energy else target.to_constrained(record.final_x)
     attrs = {
-        "options": {k: v for k, v in options.items() if not isinstance(v, Kernel | np.ndarray) and k != "posterior"},
+        "options": {k: _option_label(v) for k, v in options.items()},
         "random_seed": random_seed if isinstance(random_seed, Integral | type(None)) else repr(random_seed),
         "family": "none" if family is None else family.name,
         "kernel": "none" if kernel is None else kernel.name,
@@ -269,6 +269,13 @@ def evidence(
         **_versions(),
     }
     return make_result(estimate, record=record, particles=particles, attrs=attrs, rng=result_rng)
+
+
+def _option_label(value):
+    """Options as stored in the result's attrs: plain values as they are, objects (draws, kernels) by type."""
+    if value is None or isinstance(value, str | bool | Integral | float):
+        return value
+    return f"<{type(value).__name__}>"
 
 
 def _versions() -> dict:

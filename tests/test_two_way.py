@@ -126,8 +126,14 @@ def test_default_reverse_starts_are_relaxed_resampled_forward_states(systems):
 def test_nuts_reverse_starts(systems):
     system = systems["beta_binomial"]
     res = pmz.evidence(
-        system.model, method="bar", reverse_start="nuts", nuts_tune=300, random_seed=SEED, progressbar=False,
-        n_paths=256, n_temps=100,
+        system.model,
+        method="bar",
+        reverse_start="nuts",
+        nuts_tune=300,
+        random_seed=SEED,
+        progressbar=False,
+        n_paths=256,
+        n_temps=100,
     )
     assert res.work.attrs["reverse_start"] == "nuts"
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05 and res.log_z_se < 0.1
@@ -173,3 +179,24 @@ def test_bar_coverage(systems, name):
         )
         covered += abs(res.log_z - system.log_z) < 1.96 * res.log_z_se
     assert covered >= 24, covered
+
+
+def test_two_way_result_netcdf_round_trip(systems, posterior_draws, tmp_path):
+    system = systems["linear_regression"]
+    res = pmz.evidence(
+        system.model,
+        method="histogram",
+        reverse_start=posterior_draws["linear_regression"],
+        random_seed=SEED,
+        progressbar=False,
+        n_paths=64,
+        n_temps=30,
+        n_gibbs_draws=200,
+    )
+    assert res.run_attrs["options"].count("<InferenceData>") == 1  # draws are labelled, not dumped into attrs
+    path = tmp_path / "two_way.nc"
+    res.to_netcdf(str(path))
+    back = pmz.load(str(path))
+    assert back.log_z == res.log_z and back.method == "histogram"
+    np.testing.assert_array_equal(back.work["work_reverse"].values, res.work["work_reverse"].values)
+    assert back.work.attrs["reverse_start"] == "posterior"
