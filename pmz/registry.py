@@ -79,10 +79,16 @@ def _tuned_params(family, kernel, schedule, options, rng, progressbar):
     return params, tuning
 
 
-def _run_forward_ais(family, kernel, options, rng, progressbar, target=None):
+def _annealing_setup(family, kernel, options, rng, progressbar):
+    """Schedule, frozen kernel parameters (pilot on its own stream), their description, and the run's stream."""
     schedule = make_schedule(options["schedule"], options["n_temps"])
     tune_rng, run_rng = rng.spawn(2)
     params, tuning = _tuned_params(family, kernel, schedule, options, tune_rng, progressbar)
+    return schedule, params, tuning, run_rng
+
+
+def _run_forward_ais(family, kernel, options, rng, progressbar, target=None):
+    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
     return run_ais(
         family,
         kernel,
@@ -103,9 +109,7 @@ def _estimate_jarzynski(record, options, rng):
 
 
 def _run_two_way(family, kernel, options, rng, progressbar, target):
-    schedule = make_schedule(options["schedule"], options["n_temps"])
-    tune_rng, run_rng = rng.spawn(2)
-    params, tuning = _tuned_params(family, kernel, schedule, options, tune_rng, progressbar)
+    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
     return run_bidirectional(
         family,
         kernel,
@@ -155,9 +159,12 @@ def _run_bridge(family, kernel, options, rng, progressbar, target):
     return replace(record, reverse_start=source)
 
 
-def _two_way_diagnostics(estimate, record, options, rng):
+def _two_way_diagnostics(estimate, record, options):
     """Every two-way result carries the bounds, both Jarzynski values, BAR's overlap and where reverse started."""
-    ref = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse)
+    if estimate.method == "bar":  # BAR's own estimate already holds them
+        ref = estimate
+    else:
+        ref = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse)
     keys = ("lower", "upper", "gap", "jarzynski_forward", "jarzynski_reverse", "overlap", "se_bennett")
     extra = {k: ref.diagnostics[k] for k in keys if k in ref.diagnostics}
     extra = {("bar_se" if k == "se_bennett" else k): v for k, v in extra.items()}
@@ -185,7 +192,7 @@ def _ess_fraction(log_w) -> float:
 
 def _two_way(estimator):
     def estimate(record, options, rng):
-        return _two_way_diagnostics(estimator(record, options, rng), record, options, rng)
+        return _two_way_diagnostics(estimator(record, options, rng), record, options)
 
     return estimate
 

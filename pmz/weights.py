@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import numpy as np
-__all__ = ["logsumexp", "ess", "log_mean_weight", "normalized_weights", "systematic_resample"]
+__all__ = ["logsumexp", "ess", "log_mean_weight", "log_mean_weight_se", "normalized_weights", "systematic_resample"]
 
 
 def logsumexp(a, axis=None):
@@ -35,6 +35,12 @@ def log_mean_weight(log_w) -> float:
     """``log((1/M) sum_i w_i)``."""
     log_w = np.asarray(log_w, dtype=float)
     return float(logsumexp(log_w) - np.log(log_w.size))
+
+
+def log_mean_weight_se(log_w) -> float:
+    """Delta-method standard error of ``log_mean_weight``: ``sqrt((M / ESS - 1) / (M - 1))``."""
+    M = np.asarray(log_w).size
+    return float(np.sqrt(max(M / ess(log_w) - 1.0, 0.0) / max(M - 1, 1)))
 
 
 def normalized_weights(log_w) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import ess as kish_ess
-from ..weights import log_mean_weight, logsumexp
+from ..weights import log_mean_weight, log_mean_weight_se, logsumexp
 
 __all__ = ["jarzynski", "bootstrap_log_mean_weight"]
 
@@ -73,7 +73,7 @@ def jarzynski(
         raise ValueError("pmz: every path has weight 0 (log w = -inf); the annealing failed")
     log_z = record.log_z0 + log_mean_weight(log_w)
     ess = kish_ess(log_w)
-    se_delta = float(np.sqrt(max(M / ess - 1.0, 0.0) / max(M - 1, 1)))
+    se_delta = log_mean_weight_se(log_w)
     diagnostics = {
         "ess": ess,
         "ess_fraction": ess / M,

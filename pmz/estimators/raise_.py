@@ -16,7 +16,7 @@ import numpy as np
 
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import ess as kish_ess
-from ..weights import log_mean_weight
+from ..weights import log_mean_weight, log_mean_weight_se
 from .bounds import check_log_weights
 from .jarzynski import bootstrap_log_mean_weight
 
@@ -34,10 +34,7 @@ def raise_log_z(log_w_r) -> tuple[float, float]:
     (0.693147, 0.0)
     """
     log_w_r = check_log_weights(log_w_r, "reverse log weights")
-    M = log_w_r.size
-    ess = kish_ess(log_w_r)
-    se = float(np.sqrt(max(M / ess - 1.0, 0.0) / max(M - 1, 1)))
-    return -log_mean_weight(log_w_r), se
+    return -log_mean_weight(log_w_r), log_mean_weight_se(log_w_r)
 
 
 def raise_estimate(

@@ -100,9 +100,10 @@ def run_bridge(
     n_q = int(n_reference or bridge_idx.size)
     x_q = q.sample(rng, n_q)
 
-    lp, ll = compiled.log_densities(np.vstack([x_q, x_post]))
+    x_all = np.vstack([x_q, x_post])
+    lp, ll = compiled.log_densities(x_all)
     log_f1 = lp + ll
-    log_q = q.log_density(np.vstack([x_q, x_post]))
+    log_q = q.log_density(x_all)
     log_w_f = log_f1[:n_q] - log_q[:n_q]
     log_w_r = log_q[n_q:] - log_f1[n_q:]
     log_w_f = np.where(np.isnan(log_w_f), -np.inf, log_w_f)
