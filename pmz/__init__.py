@@ -14,8 +14,9 @@ from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
 from .model.energy import EnergyModel
 from .model.pymc import ModelSpecificationError
-from .plots import plot_log_z, plot_work
+from .plots import plot_log_z, plot_tempering, plot_work
 from .results import EvidenceResult, load
+from .step_methods import SimulatedTempering, WangLandau, rts, tempered_weights
 
 __all__ = [
     "evidence",
@@ -28,6 +29,11 @@ __all__ = [
     "EnergyModel",
     "plot_work",
     "plot_log_z",
+    "plot_tempering",
+    "SimulatedTempering",
+    "WangLandau",
+    "rts",
+    "tempered_weights",
     "systems",
     "__version__",
 ]

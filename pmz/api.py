@@ -32,8 +32,14 @@ _POSITIVE_INTS = (
     "n_tune_temps",
     "n_draws",
     "n_gibbs_draws",
+    "n_chains",
+    "n_sweeps",
+    "n_steps_per_sweep",
+    "initial_sweeps",
+    "n_batches",
+    "wl_sweeps",
 )
-_NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn")
+_NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn", "n_initial")
 _OPTIONAL_INTS = ("chunk_size", "n_reverse", "n_reference")
 
 

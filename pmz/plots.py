@@ -6,13 +6,16 @@
   trusted (Habeck 2017, Figure 1).
 * :func:`plot_log_z`: the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or the normal
   approximation of the others) with the estimate and its se, for one result or several side by side.
+* :func:`plot_tempering`: a simulated-tempering result's level marginal ``c_hat_k`` against the prior ``r_k``
+  (they agree when the guesses ``Zhat_k`` are good and the ladder mixes), the curve ``log Z(b_k)`` with its
+  error band, and the level trajectories of a few chains (they should cross the whole ladder many times).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_work", "plot_log_z"]
+__all__ = ["plot_work", "plot_log_z", "plot_tempering"]
 
 
 def _axes(ax, figsize=(6, 3.5)):
@@ -82,3 +85,48 @@ def plot_log_z(results, *, ax=None, bins: int = 40):
     ax.set_ylabel("posterior density")
     ax.legend(frameon=False, fontsize="small")
     return ax
+
+
+def plot_tempering(result, *, axes=None, n_traces: int = 3):
+    """Three panels for a simulated-tempering result ("rts", "ts", "ti", "ti_rb", "mbar", "wang_landau").
+
+    Left: ``c_hat_k`` (Rao-Blackwellised level marginal of the long run) and the prior ``r_k`` against ``b_k``.
+    Middle: ``log Z(b_k)`` (RTS) with a 2-se band, and Wang-Landau's ``log g`` when it ran.
+    Right: the level trajectories of ``n_traces`` chains over the sweeps.
+
+    Returns
+    -------
+    array of 3 matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    if "tempering" not in result.groups():
+        raise ValueError("pmz: this result has no tempering group (methods 'rts', 'ts', 'ti', 'ti_rb', 'mbar', ...)")
+    tg = result.tempering
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+    beta = np.asarray(tg["beta"])
+    ax = axes[0]
+    ax.plot(beta, np.asarray(tg["c_hat"]), "o-", ms=3, label="$\\hat c_k$ (level marginal)")
+    ax.plot(beta, np.asarray(tg["prior"]), "k--", lw=1, label="$r_k$ (prior over levels)")
+    ax.set_xlabel("$\\beta_k$")
+    ax.set_ylabel("probability")
+    ax.legend(frameon=False, fontsize="small")
+    ax = axes[1]
+    if "log_z_k" in tg:
+        curve, se = np.asarray(tg["log_z_k"]), np.asarray(tg["log_z_k_se"])
+        ax.plot(beta, curve, "-", color="C0", label="$\\log Z(\\beta_k)$ (RTS)")
+        ax.fill_between(beta, curve - 2 * se, curve + 2 * se, color="C0", alpha=0.3, lw=0)
+    if "log_g" in tg:
+        ax.plot(beta, np.asarray(tg["log_g"]), ":", color="C3", label="Wang-Landau $\\log g_k$")
+    ax.set_xlabel("$\\beta_k$")
+    ax.set_ylabel("$\\log Z$")
+    ax.legend(frameon=False, fontsize="small")
+    ax = axes[2]
+    if "level_trace" in tg:
+        traces = np.asarray(tg["level_trace"])
+        for j in range(min(n_traces, traces.shape[1])):
+            ax.plot(traces[:, j], lw=0.8, color=f"C{j}")
+    ax.set_xlabel("sweep")
+    ax.set_ylabel("level $k$")
+    return axes

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WorkRecord", "BidirectionalRecord", "EvidenceEstimate"]
+__all__ = ["WorkRecord", "BidirectionalRecord", "TemperingTrace", "EvidenceEstimate"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,123 @@ class BidirectionalRecord:
     @property
     def log_weights(self):
         return self.forward.log_weights
+
+
+@dataclass(frozen=True)
+class TemperingTrace:
+    """What a simulated-tempering run records, without storing samples (Carlson et al. 2016, RTS).
+
+    ``n_chains`` chains sample the joint ``q(x, k) ∝ r_k f_{b_k}(x) / Zhat_k``; every sweep moves x at each chain's
+    level, then draws new levels. Each sweep contributes one sample ``(x_i, k_i)`` per chain (x after the move, k the
+    level it moved at). Sums are kept per *batch* of consecutive sweeps (all chains pooled), so that the estimators
+    get batch-means error bars; totals are the sums over batches.
+
+    Attributes
+    ----------
+    betas : ndarray (K,)
+        The ladder ``0 = b_0 < ... < b_{K-1} = 1``.
+    log_zhat : ndarray (K,)
+        The guesses ``log Zhat_k`` the run used (fixed during the run).
+    log_prior : ndarray (K,)
+        ``log r_k``, the prior over levels (normalised).
+    log_z0 : float
+        log normaliser of f0.
+    batch_q : ndarray (B, K)
+        ``sum_i q(k | x_i)`` over the samples of each batch (the Rao-Blackwellised visit counts).
+    batch_qU, batch_qU2 : ndarray (B, K)
+        ``sum_i q(k | x_i) U(x_i)`` and ``sum_i q(k | x_i) U(x_i)^2`` (TI-RB).
+    batch_counts : ndarray (B, K)
+        Visits: the number of samples whose level was k.
+    batch_U, batch_U2 : ndarray (B, K)
+        ``sum U`` and ``sum U^2`` over the visits of each level (plain TI).
+    batch_size : ndarray (B,)
+        Samples per batch (sweeps x chains).
+    level_traces : ndarray (n_sweeps, n_traces) of int
+        The level of the first few chains after every sweep.
+    acceptance : ndarray (K,)
+        Mean acceptance of the x-kernel at each level (NaN for levels never visited).
+    level_acceptance : float
+        Fraction of accepted level moves (1 for Gibbs level draws).
+    n_chains, n_sweeps, n_steps_per_sweep : int
+    level_move : {"gibbs", "metropolis"}
+    kernel : str
+    draws_U, draws_level : ndarray (n_samples,) or None
+        Every sample's ``U`` and level, when draws were stored (MBAR). ``log f_k(x) = log f0(x) + b_k U(x)`` and
+        the common ``log f0`` cancels in MBAR, so ``U`` is all it needs.
+    final_x : ndarray (n_chains, dim) or None
+        The chains' last positions; with ``final_log_q`` (n_chains, K) their level probabilities
+        (``q(K-1 | x)`` is proportional to each draw's importance weight for the target).
+    final_levels : ndarray (n_chains,) of int
+    stage_q : ndarray (S, K)
+        The ``sum q(k | x)`` of each earlier stage (the initial iterations of RTS section 2.4), for diagnostics
+        and for the multinomial combination of RTS Appendix A; ``stage_n`` (S,) their sample counts,
+        ``stage_log_zhat`` (S, K) the ``log Zhat`` they used.
+    wang_landau : dict
+        When Wang-Landau chose ``log_zhat``: its final ``log_g``, gamma history and visit histogram.
+    n_logp_evals, n_grad_evals : int
+        Particle evaluations of this run, including earlier stages.
+    tuning : dict
+        How the kernel parameters were chosen.
+    """
+
+    betas: np.ndarray
+    log_zhat: np.ndarray
+    log_prior: np.ndarray
+    batch_q: np.ndarray
+    batch_qU: np.ndarray
+    batch_qU2: np.ndarray
+    batch_counts: np.ndarray
+    batch_U: np.ndarray
+    batch_U2: np.ndarray
+    batch_size: np.ndarray
+    log_z0: float = 0.0
+    level_traces: np.ndarray | None = None
+    acceptance: np.ndarray | None = None
+    level_acceptance: float = 1.0
+    n_chains: int = 0
+    n_sweeps: int = 0
+    n_steps_per_sweep: int = 1
+    level_move: str = "gibbs"
+    kernel: str = ""
+    draws_U: np.ndarray | None = None
+    draws_level: np.ndarray | None = None
+    final_x: np.ndarray | None = None
+    final_levels: np.ndarray | None = None
+    final_log_q: np.ndarray | None = None
+    stage_q: np.ndarray | None = None
+    stage_n: np.ndarray | None = None
+    stage_log_zhat: np.ndarray | None = None
+    wang_landau: dict = field(default_factory=dict)
+    n_logp_evals: int = 0
+    n_grad_evals: int = 0
+    tuning: dict = field(default_factory=dict)
+
+    @property
+    def n_levels(self) -> int:
+        return self.betas.size
+
+    @property
+    def n_samples(self) -> int:
+        return int(np.sum(self.batch_size))
+
+    @property
+    def c_hat(self) -> np.ndarray:
+        """``c_hat_k = (1/N) sum_i q(k | x_i)``: the Rao-Blackwellised level marginal (RTS eq 9)."""
+        return np.sum(self.batch_q, axis=0) / self.n_samples
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.sum(self.batch_counts, axis=0)
+
+    @property
+    def prior(self) -> np.ndarray:
+        """``r_k``."""
+        return np.exp(self.log_prior)
+
+    @property
+    def log_weights(self):
+        """Log importance weights of the final positions for the target (``log q(K-1 | x)`` up to a constant)."""
+        return None if self.final_log_q is None else self.final_log_q[:, -1]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .runners.ais import run_ais
 from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
 from .runners.starts import nuts_draws, posterior_to_flat
+from .tempering_methods import TEMPERING_DEFAULTS, TEMPERING_DESCRIPTIONS, run_tempering_method, tempering_estimator
 from .weights import ess
 
 __all__ = ["Method", "METHODS", "COMMON_DEFAULTS", "DEFAULT_METHOD"]
@@ -274,6 +275,16 @@ METHODS: dict[str, Method] = {
         description="bridge sampling (K = 1 BAR) from posterior draws with a fitted reference (Meng & Wong 1996)",
         needs_kernel=False,
     ),
+    **{
+        name: Method(
+            name=name,
+            run=lambda f, k, o, rng, pb, target, name=name: run_tempering_method(f, k, o, rng, pb, target, method=name),
+            estimate=tempering_estimator(name),
+            defaults=dict(TEMPERING_DEFAULTS),
+            description=description,
+        )
+        for name, description in TEMPERING_DESCRIPTIONS.items()
+    },
 }
 
 DEFAULT_METHOD = "bar"

@@ -15,6 +15,12 @@ schedule
     methods also ``acceptance_reverse`` and ``ess_reverse``.
 evidence
     The estimator's diagnostics (scalars, bootstrap replicates with dim ``bootstrap``).
+tempering
+    Simulated-tempering statistics over the ladder (level): ``beta``, ``log_z_k`` and ``log_z_k_se`` (the RTS curve
+    ``log Z(b_k)``), ``c_hat`` and ``prior`` (the final Rao-Blackwellised level marginal against ``r_k``),
+    ``log_zhat`` (the guesses of the long run), ``counts``, ``acceptance``; ``level_trace`` (sweep, trace_chain)
+    for a few chains; the initial iterations' ``stage_c_hat`` (stage, level); Wang-Landau's ``log_g`` and
+    ``wl_gamma`` when it ran.
 particles
     Final particles as constrained model variables (path, ...) with their ``log_weight``: weighted draws of
     the posterior (resample by ``exp(log_weight)`` to get equally weighted ones).
@@ -32,7 +38,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
+from .records import BidirectionalRecord, EvidenceEstimate, TemperingTrace, WorkRecord
 
 __all__ = ["EvidenceResult", "make_result", "load"]
 
@@ -159,6 +165,45 @@ def _work_datasets(record):
     return work, schedule
 
 
+def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
+    level = np.arange(trace.n_levels)
+    data = {
+        "beta": (("level",), trace.betas),
+        "c_hat": (("level",), trace.c_hat),
+        "prior": (("level",), trace.prior),
+        "log_zhat": (("level",), trace.log_zhat + trace.log_z0),
+        "counts": (("level",), trace.counts.astype(float)),
+        "acceptance": (("level",), np.asarray(trace.acceptance, dtype=float)),
+    }
+    for name in ("log_z_k", "log_z_k_se"):
+        if name in diagnostics:
+            data[name] = (("level",), np.asarray(diagnostics[name], dtype=float))
+    coords = {"level": level}
+    if trace.level_traces is not None and trace.level_traces.size:
+        data["level_trace"] = (("sweep", "trace_chain"), trace.level_traces)
+        coords["sweep"] = np.arange(trace.level_traces.shape[0])
+    if trace.stage_q is not None:
+        data["stage_c_hat"] = (("stage", "level"), trace.stage_q / trace.stage_n[:, None])
+        data["stage_log_zhat"] = (("stage", "level"), trace.stage_log_zhat + trace.log_z0)
+    if trace.wang_landau:
+        data["log_g"] = (("level",), trace.wang_landau["log_g"] + trace.log_z0)
+        data["wl_gamma"] = (("wl_sweep",), trace.wang_landau["gamma"])
+    attrs = {
+        "n_chains": trace.n_chains,
+        "n_sweeps": trace.n_sweeps,
+        "n_steps_per_sweep": trace.n_steps_per_sweep,
+        "level_move": trace.level_move,
+        "level_acceptance": float(trace.level_acceptance),
+        "kernel": trace.kernel,
+        "log_z0": trace.log_z0,
+        "tuning": _netcdf_attr(trace.tuning),
+    }
+    if trace.wang_landau:
+        attrs["wang_landau"] = "log_g: Wang-Landau's estimate of log Z_k, an initialiser too noisy for a final answer"
+        attrs["wl_one_over_t_from"] = int(trace.wang_landau["one_over_t_from"])
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
 def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
     data = {"log_weight": (("path",), np.asarray(log_weights, dtype=float))}
     for name, values in particles.items():
@@ -171,7 +216,7 @@ def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
 def make_result(
     estimate: EvidenceEstimate,
     *,
-    record: WorkRecord | BidirectionalRecord | None = None,
+    record: WorkRecord | BidirectionalRecord | TemperingTrace | None = None,
     particles: dict | None = None,
     attrs: dict | None = None,
     rng: np.random.Generator | None = None,
@@ -202,7 +247,11 @@ def make_result(
         ),
         "evidence": _diagnostics_dataset(estimate.diagnostics),
     }
-    if record is not None:
+    if isinstance(record, TemperingTrace):
+        groups["tempering"] = _tempering_dataset(record, estimate.diagnostics)
+        if particles is not None:
+            groups["particles"] = _particles_dataset(particles, record.log_weights)
+    elif record is not None:
         groups["work"], groups["schedule"] = _work_datasets(record)
         if particles is not None:
             groups["particles"] = _particles_dataset(particles, record.log_weights)

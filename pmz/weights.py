@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 __all__ = ["logsumexp", "ess", "log_mean_weight", "log_mean_weight_se", "normalized_weights", "systematic_resample"]
 
 

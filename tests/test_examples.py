@@ -21,7 +21,10 @@ def test_bayes_factor_example(tmp_path):
     figure = tmp_path / "bf.png"
     out = subprocess.run(
         [sys.executable, str(EXAMPLES / "bayes_factor.py"), "--out", str(figure)],
-        capture_output=True, text=True, timeout=900, check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
     ).stdout
     # the heavy-tailed model explains the outliers: a large, well-determined Bayes factor in its favour
     log_bf, se = map(float, re.search(r"log BF\(student_t : normal\) = ([-+0-9.]+) \+/- ([0-9.]+)", out).groups())

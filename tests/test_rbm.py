@@ -1,6 +1,5 @@
 """Binary RBM system: free energy, exact log Z, kernel invariance (exact chi-square tests), AIS, training."""
 
-
 import numpy as np
 import pytest
 from scipy import stats

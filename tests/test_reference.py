@@ -101,8 +101,10 @@ def test_prior_reference_log_density(prior_cm, prior_draws):
     zs, zp, c = X.T
     s, p = np.exp(zs), expit(zp)
     expected = (
-        stats.halfnorm.logpdf(s) + zs  # log Jacobian of exp
-        + stats.beta(2, 3).logpdf(p) + np.log(p * (1 - p))  # log Jacobian of expit
+        stats.halfnorm.logpdf(s)
+        + zs  # log Jacobian of exp
+        + stats.beta(2, 3).logpdf(p)
+        + np.log(p * (1 - p))  # log Jacobian of expit
         + stats.norm(0, s).logpdf(c)
     )
     np.testing.assert_allclose(log_q, expected, rtol=1e-10, atol=1e-10)

@@ -270,8 +270,16 @@ def test_power_posterior_refuses_potentials_in_prior():
     with pytest.raises(pmz.ModelSpecificationError, match="potentials='prior'"):
         PowerPosterior(CompiledModel(m, potentials="prior"))
     # prior N(0,1) x exp(-mu^2/2) x N(0.5 | mu, 1): log Z = log integral = closed form below
-    res = pmz.evidence(m, method="ais", potentials="prior", reference="laplace", random_seed=2, progressbar=False,
-                       n_paths=512, n_temps=20)
+    res = pmz.evidence(
+        m,
+        method="ais",
+        potentials="prior",
+        reference="laplace",
+        random_seed=2,
+        progressbar=False,
+        n_paths=512,
+        n_temps=20,
+    )
     # integrand: N(mu|0,1) exp(-mu^2/2) N(0.5|mu,1) = exp(-(2 mu^2 + (0.5 - mu)^2)/2) / (2 pi)
     a, b, c = 3.0, 0.5, 0.25  # exponent -(a mu^2 - 2 b mu + c)/2
     exact = -np.log(2 * np.pi) + 0.5 * np.log(2 * np.pi / a) - 0.5 * (c - b**2 / a)

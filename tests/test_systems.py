@@ -170,9 +170,9 @@ def test_nig_regression_model_agrees_with_log_z():
     # jacobian=False: density in (sigma2, beta), matching the posterior below
     log_joint = system.model.compile_logp(jacobian=False)
     for sigma2, beta in ((b_n / a_n, m_n), (0.7, m_n - 0.2), (2.0, np.zeros(p))):
-        log_post = stats.invgamma(a_n, scale=b_n).logpdf(sigma2) + stats.multivariate_normal(
-            m_n, sigma2 * v_n
-        ).logpdf(beta)
+        log_post = stats.invgamma(a_n, scale=b_n).logpdf(sigma2) + stats.multivariate_normal(m_n, sigma2 * v_n).logpdf(
+            beta
+        )
         point = {"sigma2_log__": np.log(sigma2), "beta": beta}
         assert log_joint(point) - log_post == pytest.approx(system.log_z, abs=1e-8)
 

@@ -94,4 +94,6 @@ def jarzynski(
             "log Z is likely biased low and its standard error too small. Use more temperatures "
             "(n_temps), more kernel steps per temperature, or a reference closer to the posterior."
         )
-    return EvidenceEstimate(log_z=float(log_z), log_z_se=se_delta, method="ais", diagnostics=diagnostics, warnings=warnings)
+    return EvidenceEstimate(
+        log_z=float(log_z), log_z_se=se_delta, method="ais", diagnostics=diagnostics, warnings=warnings
+    )

@@ -57,7 +57,9 @@ def validate_schedule(schedule) -> np.ndarray:
         raise ValueError(f"pmz: the schedule must start at 0 and end at 1 (got {b[0]} ... {b[-1]})")
     if np.any(np.diff(b) <= 0):
         bad = int(np.argmax(np.diff(b) <= 0))
-        raise ValueError(f"pmz: the schedule must be strictly increasing (b[{bad}]={b[bad]} >= b[{bad + 1}]={b[bad + 1]})")
+        raise ValueError(
+            f"pmz: the schedule must be strictly increasing (b[{bad}]={b[bad]} >= b[{bad + 1}]={b[bad + 1]})"
+        )
     return b
 
 

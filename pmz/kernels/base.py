@@ -14,7 +14,7 @@ import numpy as np
 
 from ..families.base import LogDensityParts
 
-__all__ = ["ParticleState", "KernelParams", "KernelInfo", "Kernel", "metropolis_accept"]
+__all__ = ["ParticleState", "KernelParams", "KernelInfo", "Kernel", "metropolis_accept", "params_per_particle"]
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,13 @@ class KernelParams:
 
     Attributes
     ----------
-    step_size : float
-        HMC leapfrog step size, or the random-walk proposal scale, in units of ``scale``.
-    scale : ndarray (dim,)
+    step_size : float or ndarray (n, 1)
+        HMC leapfrog step size, or the random-walk proposal scale, in units of ``scale``. One value per
+        particle (a column) when the particles sit at different temperatures (simulated tempering).
+    scale : ndarray (dim,) or (n, dim)
         Per-coordinate scale (roughly the posterior sd at this temperature): the HMC inverse mass matrix is
-        ``diag(scale^2)``; the random-walk proposal sd is ``step_size * scale``.
+        ``diag(scale^2)``; the random-walk proposal sd is ``step_size * scale``. One row per particle when the
+        particles sit at different temperatures.
     n_leapfrog : int
         Leapfrog steps per HMC proposal (ignored by random-walk Metropolis).
     """
@@ -55,6 +57,16 @@ class KernelParams:
     step_size: float
     scale: np.ndarray
     n_leapfrog: int = 10
+
+
+def params_per_particle(params_by_level, levels) -> KernelParams:
+    """Per-particle parameters for particles at different temperatures: particle i uses
+    ``params_by_level[levels[i]]`` (step size as an ``(n, 1)`` column, scales as ``(n, dim)`` rows; one
+    ``n_leapfrog`` for all, the first level's). Kernels broadcast these exactly like the per-temperature ones."""
+    levels = np.asarray(levels, dtype=int)
+    step_size = np.array([p.step_size for p in params_by_level], dtype=float)[levels][:, None]
+    scale = np.stack([np.broadcast_to(p.scale, params_by_level[0].scale.shape) for p in params_by_level])[levels]
+    return KernelParams(step_size, scale, params_by_level[0].n_leapfrog)
 
 
 @dataclass(frozen=True)

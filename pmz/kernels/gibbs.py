@@ -128,8 +128,10 @@ class MixedKernel(Kernel):
         return self._embed(params)
 
     def _embed(self, params):
-        scale = np.zeros(self.mask.size)
         s = np.asarray(params.scale, dtype=np.float64)
+        if s.ndim == 2:  # one row per particle (particles at different temperatures)
+            return KernelParams(params.step_size, np.where(self.mask, s, 0.0), params.n_leapfrog)
+        scale = np.zeros(self.mask.size)
         scale[self.mask] = s[self.mask] if s.size == self.mask.size else s
         return KernelParams(params.step_size, scale, params.n_leapfrog)
 

@@ -39,7 +39,8 @@ class HamiltonianMC(Kernel):
         scale2 = params.scale**2
         eps = params.step_size * rng.uniform(1 - self.jitter, 1 + self.jitter, size=(n, 1))
         # a zero scale freezes a coordinate (discrete sites under MixedKernel): no momentum there
-        inv_scale = np.divide(1.0, params.scale, out=np.zeros(dim), where=params.scale > 0)
+        scale = np.broadcast_to(params.scale, (n, dim))
+        inv_scale = np.divide(1.0, scale, out=np.zeros((n, dim)), where=scale > 0)
         p0 = rng.standard_normal((n, dim)) * inv_scale
         x, parts = state.x, state.parts
         with np.errstate(over="ignore", invalid="ignore"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..progress import progress_bar
-from ..weights import ess, normalized_weights, systematic_resample
+from ..weights import ess, log_mean_weight, normalized_weights, systematic_resample
 from .base import Kernel, KernelParams
 
 __all__ = ["TuningResult", "tune_along_schedule"]
@@ -38,12 +38,17 @@ class TuningResult:
         the temperatures between visited ones).
     n_pilot : int
     n_adapt : int
+    log_z_path : ndarray (K + 1,)
+        The pilot's own resample-move (SMC) estimate of ``log Z(b_k) - log Z(b_0)`` at each visited temperature,
+        linearly interpolated in between: a cheap first guess of the whole log Z curve (simulated tempering starts
+        from it).
     """
 
     params: list
     pilot_acceptance: np.ndarray
     n_pilot: int
     n_adapt: int
+    log_z_path: np.ndarray | None = None
 
     @property
     def step_size(self) -> np.ndarray:
@@ -87,15 +92,19 @@ def tune_along_schedule(
     log_scale = np.empty((tune_idx.size, family.dim))
     log_scale[0] = np.log(_weighted_scale(state.x, log_w) if adapt_scale else params0.scale)
     pilot_acceptance = np.full(K + 1, np.nan)
+    log_z = np.zeros(tune_idx.size)  # SMC estimate of log Z(b_k) - log Z(b_0) at the visited temperatures
+    log_z_resampled = 0.0
     with progress_bar(total=tune_idx.size - 1, desc="tuning", disable=not progressbar) as bar:
         for j in range(1, tune_idx.size):
             k, k_prev = tune_idx[j], tune_idx[j - 1]
             log_w = log_w + (schedule[k] - schedule[k_prev]) * state.parts.U
             log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
             log_scale[j] = np.log(_weighted_scale(state.x, log_w)) if adapt_scale else log_scale[0]
+            log_z[j] = log_z_resampled + log_mean_weight(log_w)
             if ess(log_w) < 0.5 * n_pilot:
                 state = state.take(systematic_resample(rng, log_w))
                 log_w = np.zeros(n_pilot)
+                log_z_resampled = log_z[j]
             eps = log_eps[j - 1]
             for _ in range(n_adapt):
                 trial = KernelParams(float(np.exp(eps)), np.exp(log_scale[j]), params0.n_leapfrog)
@@ -108,4 +117,4 @@ def tune_along_schedule(
     step_size = np.exp(np.interp(grid, tune_idx, log_eps))
     scale = np.exp(np.column_stack([np.interp(grid, tune_idx, log_scale[:, d]) for d in range(family.dim)]))
     params = [KernelParams(float(step_size[k]), scale[k], params0.n_leapfrog) for k in range(K + 1)]
-    return TuningResult(params, pilot_acceptance, n_pilot, n_adapt)
+    return TuningResult(params, pilot_acceptance, n_pilot, n_adapt, np.interp(grid, tune_idx, log_z))

@@ -4,9 +4,13 @@
 * energy models: the Ising torus (exact, Kaufman), the q-state Potts torus (exact for small lattices, a documented
   reference value for 32 x 32), binary RBMs trained on scikit-learn's digits (exact by enumeration, or a
   documented reference value);
-* the Gaussian toy of Habeck (2017) with exact forward and reverse work.
+* the Gaussian toy of Habeck (2017) with exact forward and reverse work;
+* for simulated tempering: a two-Gaussian mixture energy model in R^dim with exact log Z
+  (``gaussian_mixture``) and a 2-D PyMC mixture model with two exchangeable posterior modes and log p(y) by
+  quadrature (``bimodal_posterior``).
 """
 
+from .bimodal import bimodal_posterior
 from .conjugate import (
     ALL_SYSTEMS,
     KnownTruth,
@@ -18,6 +22,7 @@ from .conjugate import (
 )
 from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
 from .ising import ising
+from .mixture import gaussian_mixture
 from .potts import potts
 from .rbm import random_rbm, rbm_digits
 
@@ -26,6 +31,8 @@ __all__ = [
     "potts",
     "rbm_digits",
     "random_rbm",
+    "gaussian_mixture",
+    "bimodal_posterior",
     "gaussian_toy_works",
     "GAUSSIAN_TOY_LOG_Z",
     "KnownTruth",

@@ -1,0 +1,118 @@
+"""Wang-Landau adaptive simulated tempering (Wang & Landau 2001; Atchade & Liu 2010; Salakhutdinov 2010, CAST
+sections 4-6; Belardinelli & Pereyra 2007 for the 1/t rule).
+
+Simulated tempering needs ``log Zhat_k ~= log Z_k`` for its levels to mix. Wang-Landau learns them online: the
+chains sample ``q(x, k) ∝ r_k f_k(x) exp(-theta_k)`` and after every sweep
+
+    theta_k <- theta_k + log(1 + gamma_t) * v_k / r_k,
+
+where ``v_k`` is the fraction of chains now at level k (``update="counts"``) or the Rao-Blackwellised
+``mean_i q(k | x_i)`` (``update="rb"``): the chains act as one walker whose visits are averaged (with one chain
+this is the classic update of the visited level, up to the factor ``1 / r_k = K``); occupied levels are
+penalised until every level is visited as often as ``r_k`` asks. ``gamma_t`` starts at ``gamma0`` and is halved
+whenever the visit histogram since the last halving is flat (every level within ``flatness`` of the mean); when a
+halving takes it below ``1 / t`` (t the sweep count) it follows ``gamma_t = 1 / t`` from then on (the 1/t rule of
+Belardinelli & Pereyra, which avoids WL's error saturation: their ``ln f = N_levels / steps``; one sweep here moves
+the weights as much as K single-walker steps, so in sweeps the rule reads ``1 / t``). ``theta_k - theta_0`` estimates
+``log Z_k - log Z_0``: good enough to start RTS, too noisy for a final answer (the chains' moves depend on the
+adapting weights). pmz uses it as an initialiser; the reported log Z comes from an RTS run with frozen weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.base import Kernel
+from ..progress import progress_bar
+from .tempering import tempering_sweep, uniform_log_prior
+
+__all__ = ["run_wang_landau", "WL_UPDATES"]
+
+WL_UPDATES = ("counts", "rb")
+
+
+def run_wang_landau(
+    family,
+    kernel: Kernel,
+    betas,
+    params,
+    *,
+    rng: np.random.Generator,
+    n_chains: int,
+    n_sweeps: int,
+    log_g=None,
+    log_prior=None,
+    gamma0: float = 1.0,
+    flatness: float = 0.2,
+    update: str = "counts",
+    level_move: str = "gibbs",
+    n_steps_per_sweep: int = 1,
+    start_x=None,
+    n_traces: int = 5,
+    n_snapshots: int = 50,
+    progressbar: bool = True,
+):
+    """Adapt level weights by Wang-Landau for ``n_sweeps`` sweeps of ``n_chains`` chains.
+
+    Returns ``(log_g, x, levels, info)``: the learnt ``theta - theta_0`` (an estimate of ``log Z_k - log Z_0``),
+    the chains' last positions and levels, and a dict with ``gamma`` (per sweep), ``halvings`` (sweeps at which
+    the histogram was flat), ``one_over_t_from`` (sweep where the 1/t rule took over, or -1), ``histogram``
+    (visits since the last halving), ``visits`` (all visits), ``log_g_history`` (``n_snapshots`` x K) and
+    ``level_traces``.
+    """
+    if update not in WL_UPDATES:
+        raise ValueError(f"pmz: update must be one of {WL_UPDATES}, got {update!r}")
+    if not 0 < flatness < 1:
+        raise ValueError(f"pmz: flatness must lie in (0, 1), got {flatness!r}")
+    if gamma0 <= 0:
+        raise ValueError(f"pmz: gamma0 must be positive, got {gamma0!r}")
+    betas = np.asarray(betas, dtype=float)
+    K = betas.size
+    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    theta = np.zeros(K) if log_g is None else np.asarray(log_g, dtype=float).copy()
+    x0 = family.sample_start(rng, n_chains) if start_x is None else start_x
+    state = kernel.init_state(family, x0)
+    levels = rng.integers(0, K, size=n_chains)
+    prior = np.exp(log_prior)
+    gamma, one_over_t_from = float(gamma0), -1
+    histogram, visits = np.zeros(K), np.zeros(K)
+    gammas, halvings = np.empty(n_sweeps), []
+    snapshot_at = set(np.unique(np.linspace(0, n_sweeps - 1, min(n_snapshots, n_sweeps)).astype(int)).tolist())
+    history = []
+    n_traces = min(int(n_traces), n_chains)
+    level_traces = np.empty((n_sweeps, n_traces), dtype=int)
+    with progress_bar(total=n_sweeps, desc="Wang-Landau", disable=not progressbar) as bar:
+        for t in range(1, n_sweeps + 1):
+            state, levels, log_q, _, _ = tempering_sweep(
+                rng, state, levels, kernel, family, betas, params, theta, log_prior, level_move, n_steps_per_sweep
+            )
+            occupied = np.bincount(levels, minlength=K)
+            v = np.exp(log_q).mean(axis=0) if update == "rb" else occupied / n_chains
+            if one_over_t_from >= 0:
+                gamma = 1.0 / t
+            theta = theta + np.log1p(gamma) * v / prior
+            theta = theta - theta[0]
+            histogram += occupied
+            visits += occupied
+            if one_over_t_from < 0 and np.all(histogram / prior >= (1 - flatness) * np.mean(histogram / prior)):
+                gamma /= 2.0
+                halvings.append(t)
+                histogram = np.zeros(K)
+                if gamma < 1.0 / t:  # the 1/t rule from now on (checked when the histogram is flat)
+                    one_over_t_from, gamma = t, 1.0 / t
+            gammas[t - 1] = gamma
+            level_traces[t - 1] = levels[:n_traces]
+            if t - 1 in snapshot_at:
+                history.append(theta.copy())
+            bar.update(1)
+    info = {
+        "gamma": gammas,
+        "halvings": np.array(halvings, dtype=int),
+        "one_over_t_from": int(one_over_t_from),
+        "histogram": histogram,
+        "visits": visits,
+        "log_g_history": np.array(history),
+        "level_traces": level_traces,
+        "update": update,
+    }
+    return theta, state.x, levels, info

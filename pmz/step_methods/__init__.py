@@ -1,0 +1,12 @@
+"""PyMC step methods for simulated tempering, and log Z / posterior weights from their traces.
+
+>>> import pymc as pm, pmz                                                   # doctest: +SKIP
+>>> with model:                                                              # doctest: +SKIP
+...     idata = pm.sample(step=pmz.SimulatedTempering(n_temps=15), random_seed=1)
+>>> pmz.rts(idata).log_z                                                     # doctest: +SKIP
+"""
+
+from .from_trace import rts, tempered_weights
+from .tempering import SimulatedTempering, WangLandau
+
+__all__ = ["SimulatedTempering", "WangLandau", "rts", "tempered_weights"]

@@ -1,0 +1,254 @@
+"""Glue between ``pmz.evidence`` and the simulated-tempering runners: methods "rts", "ts", "ti", "ti_rb", "mbar"
+and "wang_landau" all run the same pipeline and differ only in the estimator applied to the trace.
+
+Pipeline (RTS sections 2.4-2.5; CAST section 5):
+
+1. the ladder ``b_0 = 0 < ... < b_K = 1`` (``schedule``, ``n_temps``: K + 1 levels);
+2. a pilot (resample-move along the ladder, its own random stream) tunes each level's kernel parameters, which are
+   then frozen, and gives a first guess of the whole curve ``log Z_k`` (``init="pilot"``);
+3. for ``"wang_landau"`` (or ``init="wang_landau"``): Wang-Landau adapts the guesses for ``wl_sweeps`` sweeps;
+4. the initial iterations of RTS (``n_initial`` short runs of ``initial_sweeps`` sweeps with RTS updates, stopped
+   once ``max_k |r_k - c_hat_k| < 0.1 / K``);
+5. the long run of ``n_sweeps`` sweeps with frozen guesses, recorded as a TemperingTrace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+
+from .estimators.mbar import mbar_tempering
+from .estimators.rts import rts, rts_combine, ts
+from .estimators.ti import TI_RULES, ti, ti_rb
+from .families.schedules import make_schedule
+from .kernels.tuning import tune_along_schedule
+from .runners.levels import LEVEL_MOVES
+from .runners.tempering import adapt_log_zhat, run_tempering
+from .runners.wang_landau import WL_UPDATES, run_wang_landau
+
+__all__ = [
+    "TEMPERING_DEFAULTS",
+    "TEMPERING_DESCRIPTIONS",
+    "TEMPERING_ESTIMATORS",
+    "run_tempering_method",
+    "tempering_estimator",
+]
+
+TEMPERING_DEFAULTS = {
+    "n_temps": 50,  # K + 1 = 51 levels
+    "schedule": "power",
+    "n_chains": 100,
+    "n_sweeps": 1000,
+    "n_steps_per_sweep": 1,
+    "n_initial": 10,
+    "initial_sweeps": 50,
+    "init": "pilot",  # "pilot", "ones" (Zhat_k = 1), "wang_landau", or an array of log Zhat_k guesses
+    "level_move": "gibbs",
+    "n_batches": 1000,  # the run's sums are kept per batch of consecutive sweeps (error bars)
+    "combine_stages": False,
+    "store_draws": False,
+    "ti_rule": "trapezoid",
+    "tune": True,
+    "n_pilot": 256,
+    "n_adapt": 4,
+    "n_tune_temps": 40,
+    "wl_sweeps": 500,
+    "wl_gamma0": 1.0,
+    "wl_flatness": 0.2,
+    "wl_update": "counts",
+}
+
+TEMPERING_DESCRIPTIONS = {
+    "rts": "Rao-Blackwellised tempered sampling: log Z_k from the level marginals (Carlson et al. 2016)",
+    "ts": "simulated tempering with visit counts (+0.1 pseudo-counts)",
+    "ti": "thermodynamic integration from simulated-tempering draws at each level",
+    "ti_rb": "Rao-Blackwellised thermodynamic integration from simulated tempering (Carlson et al. 2016)",
+    "mbar": "MBAR on the stored simulated-tempering draws (Shirts & Chodera 2008)",
+    "wang_landau": "Wang-Landau adaptive tempering as the initialiser, RTS on the frozen weights (Salakhutdinov 2010)",
+}
+
+
+def _check(options):
+    if options["level_move"] not in LEVEL_MOVES:
+        raise ValueError(f"pmz: level_move must be one of {LEVEL_MOVES}, got {options['level_move']!r}")
+    if options["ti_rule"] not in TI_RULES:
+        raise ValueError(f"pmz: ti_rule must be one of {TI_RULES}, got {options['ti_rule']!r}")
+    if options["wl_update"] not in WL_UPDATES:
+        raise ValueError(f"pmz: wl_update must be one of {WL_UPDATES}, got {options['wl_update']!r}")
+    init = options["init"]
+    if isinstance(init, str) and init not in ("pilot", "ones", "wang_landau"):
+        raise ValueError(f"pmz: init must be 'pilot', 'ones', 'wang_landau' or an array, got {init!r}")
+
+
+def _initial_guess(init, tuned, n_levels):
+    if isinstance(init, str):
+        return tuned.log_z_path.copy() if (init == "pilot" and tuned is not None) else np.zeros(n_levels)
+    guess = np.asarray(init, dtype=float)
+    if guess.shape != (n_levels,) or not np.all(np.isfinite(guess)):
+        raise ValueError(f"pmz: init must hold {n_levels} finite log Zhat_k guesses (one per level), got {guess.shape}")
+    return guess - guess[0]
+
+
+def run_tempering_method(family, kernel, options, rng, progressbar, target, *, method):
+    """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
+    _check(options)
+    betas = make_schedule(options["schedule"], options["n_temps"])
+    K = betas.size
+    init = "wang_landau" if method == "wang_landau" else options["init"]
+    tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
+    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    tuned, tuning = None, {"n_pilot": 0}
+    if (options["tune"] and kernel.tunable) or (isinstance(init, str) and init == "pilot"):
+        tuned = tune_along_schedule(
+            family,
+            kernel,
+            betas,
+            tune_rng,
+            n_pilot=options["n_pilot"],
+            n_adapt=options["n_adapt"] if kernel.tunable else 1,
+            n_tune_temps=options["n_tune_temps"],
+            progressbar=progressbar,
+        )
+        tuning = {
+            "n_pilot": tuned.n_pilot,
+            "n_adapt": tuned.n_adapt,
+            "n_tune_temps": options["n_tune_temps"],
+            "target_acceptance": kernel.target_acceptance,
+            "pilot_logp_evals": family.n_logp_evals - evals0,
+            "pilot_grad_evals": family.n_grad_evals - grads0,
+        }
+    params = tuned.params if (tuned is not None and options["tune"] and kernel.tunable) else None
+    params = params or [kernel.default_params(family.dim)] * K
+    log_zhat = _initial_guess(init, tuned, K)
+    common = dict(
+        n_chains=options["n_chains"], level_move=options["level_move"], n_steps_per_sweep=options["n_steps_per_sweep"]
+    )
+    x, wang_landau = None, {}
+    if isinstance(init, str) and init == "wang_landau":
+        log_zhat, x, _, wang_landau = run_wang_landau(
+            family,
+            kernel,
+            betas,
+            params,
+            rng=wl_rng,
+            n_sweeps=options["wl_sweeps"],
+            log_g=log_zhat,
+            gamma0=options["wl_gamma0"],
+            flatness=options["wl_flatness"],
+            update=options["wl_update"],
+            progressbar=progressbar,
+            **common,
+        )
+        wang_landau = {**wang_landau, "log_g": log_zhat.copy()}
+    stages, converged, levels = [], None, None
+    if options["n_initial"] > 0:
+        log_zhat, x, levels, stages, converged = adapt_log_zhat(
+            family,
+            kernel,
+            betas,
+            params,
+            log_zhat=log_zhat,
+            rng=init_rng,
+            n_sweeps=options["initial_sweeps"],
+            max_iterations=options["n_initial"],
+            start_x=x,
+            progressbar=progressbar,
+            **common,
+        )
+    trace = run_tempering(
+        family,
+        kernel,
+        betas,
+        params,
+        log_zhat=log_zhat,
+        rng=run_rng,
+        n_sweeps=options["n_sweeps"],
+        start_x=x,
+        start_levels=levels,
+        n_batches=options["n_batches"],
+        store_draws=options["store_draws"] or method == "mbar",
+        progressbar=progressbar,
+        desc=method,
+        **common,
+    )
+    tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
+    stage_fields = {}
+    if stages:
+        stage_fields = dict(
+            stage_q=np.stack([s.c_hat * s.n_samples for s in stages]),
+            stage_n=np.array([s.n_samples for s in stages]),
+            stage_log_zhat=np.stack([s.log_zhat for s in stages]),
+        )
+    return replace(
+        trace,
+        wang_landau=wang_landau,
+        n_logp_evals=family.n_logp_evals - evals0,
+        n_grad_evals=family.n_grad_evals - grads0,
+        tuning=tuning,
+        **stage_fields,
+    )
+
+
+def _stage_traces(trace):
+    """The initial iterations after the first as (statistics-only) traces, for the Appendix A combination. The
+    first iteration starts from f0 with poor guesses: it is burn-in and is not combined."""
+    if trace.stage_q is None:
+        return []
+    out = []
+    for q, n, log_zhat in list(zip(trace.stage_q, trace.stage_n, trace.stage_log_zhat))[1:]:
+        batch = (q[None, :], np.array([n]))
+        zeros = np.zeros_like(batch[0])
+        out.append(
+            replace(trace, log_zhat=log_zhat, batch_q=batch[0], batch_size=batch[1], batch_qU=zeros, batch_qU2=zeros)
+        )
+    return out
+
+
+def _rts(trace, options):
+    if options["combine_stages"] and trace.stage_q is not None:
+        return rts_combine(_stage_traces(trace) + [trace])
+    return rts(trace)
+
+
+def _with_others(estimate, trace, options):
+    """Every tempering result also lists the other cheap estimators of the same trace (one run, many estimates):
+    ``log_z_rts``, ``log_z_ts``, ``log_z_ti`` / ``log_z_ti_rb`` (the chosen ``ti_rule``) and every TI rule
+    (``log_z_ti_riemann``, ``log_z_ti_rb_corrected``, ...), each with its ``log_z_se_...``."""
+    others = {"rts": lambda: rts(trace), "ts": lambda: ts(trace)}
+    for rule in TI_RULES:
+        others[f"ti_{rule}"] = lambda rule=rule: ti(trace, rule)
+        others[f"ti_rb_{rule}"] = lambda rule=rule: ti_rb(trace, rule)
+    extra = {}
+    for name, fn in others.items():
+        other = fn()
+        extra[f"log_z_{name}"] = other.log_z
+        extra[f"log_z_se_{name}"] = other.log_z_se
+    for name in ("ti", "ti_rb"):
+        extra[f"log_z_{name}"] = extra[f"log_z_{name}_{options['ti_rule']}"]
+        extra[f"log_z_se_{name}"] = extra[f"log_z_se_{name}_{options['ti_rule']}"]
+    if trace.wang_landau:
+        extra["log_z_wang_landau"] = float(trace.wang_landau["log_g"][-1] + trace.log_z0)
+        extra["wang_landau_note"] = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
+    if "log_z_k" not in estimate.diagnostics:
+        curve = rts(trace)
+        extra["log_z_k"], extra["log_z_k_se"] = curve.diagnostics["log_z_k"], curve.diagnostics["log_z_k_se"]
+    return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
+
+
+TEMPERING_ESTIMATORS = {
+    "rts": _rts,
+    "ts": lambda trace, o: ts(trace),
+    "ti": lambda trace, o: ti(trace, o["ti_rule"]),
+    "ti_rb": lambda trace, o: ti_rb(trace, o["ti_rule"]),
+    "mbar": lambda trace, o: mbar_tempering(trace, n_batches=o["n_batches"]),
+    "wang_landau": lambda trace, o: replace(_rts(trace, o), method="wang_landau"),
+}
+
+
+def tempering_estimator(name):
+    def estimate(record, options, rng):
+        return _with_others(TEMPERING_ESTIMATORS[name](record, options), record, options)
+
+    return estimate

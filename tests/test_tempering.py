@@ -1,0 +1,253 @@
+"""Simulated tempering: level moves, the runner, RTS / TS / TI / TI-RB on known-truth systems, Wang-Landau."""
+
+import numpy as np
+import pytest
+
+import pmz
+from pmz.estimators.rts import jackknife_se, log_z_curve, rts, rts_combine, ts
+from pmz.estimators.ti import integrate, ti_rb
+from pmz.families.base import LogDensityParts, TemperedFamily
+from pmz.kernels.base import Kernel, KernelInfo, KernelParams, ParticleState
+from pmz.runners.levels import level_log_probs, move_levels
+from pmz.runners.tempering import adapt_log_zhat, run_tempering
+from pmz.runners.wang_landau import run_wang_landau
+from pmz.systems import linear_regression, normal_mean
+
+
+class ExactGaussianPath(TemperedFamily):
+    """f0 = N(0, 1) (normalised), f1(x) = exp(c) N(x; 0, s^2) * sqrt(2 pi s^2) ... as a geometric path whose every
+    level is Gaussian: log f_b(x) = -x^2/2 (1 - b + b / s^2) + b c + const, so Z(b) is known in closed form."""
+
+    name = "exact_gaussian"
+
+    def __init__(self, s=0.3, c=2.0):
+        self.dim, self.s, self.c = 1, s, c
+
+    def sample_start(self, rng, n):
+        return rng.standard_normal((n, 1))
+
+    def parts(self, X, *, grad=False):
+        x = X[:, 0]
+        log_f0 = -0.5 * x**2 - 0.5 * np.log(2 * np.pi)
+        U = self.c - 0.5 * x**2 * (1 / self.s**2 - 1)
+        return LogDensityParts(log_f0, U)
+
+    def precision(self, b):
+        return 1 - b + b / self.s**2
+
+    def log_z(self, b):
+        """log Z(b) - log Z(0) = b c - log(precision(b)) / 2."""
+        return b * self.c - 0.5 * np.log(self.precision(b))
+
+
+class ExactDraws(Kernel):
+    """A perfect transition: a fresh exact draw of f_b for every particle (per-particle beta)."""
+
+    name = "exact"
+    tunable = False
+
+    def __init__(self, family):
+        self.family = family
+
+    def default_params(self, dim):
+        return KernelParams(1.0, np.ones(dim), 0)
+
+    def step(self, rng, state, family, beta, params):
+        b = np.broadcast_to(np.asarray(beta, dtype=float), (state.x.shape[0],))
+        x = rng.standard_normal((b.size, 1)) / np.sqrt(self.family.precision(b))[:, None]
+        return ParticleState(x, family.parts(x)), KernelInfo(np.ones(b.size), np.ones(b.size, dtype=bool))
+
+
+def test_level_probabilities_and_moves_leave_q_invariant(rng):
+    betas = np.linspace(0, 1, 6)
+    U = np.array([-3.0, 0.5, 2.0])
+    log_zhat = np.array([0.0, -0.3, -0.5, -1.0, -1.2, -2.0])
+    log_prior = np.log(np.full(6, 1 / 6))
+    log_q = level_log_probs(U, betas, log_zhat, log_prior)
+    np.testing.assert_allclose(np.exp(log_q).sum(axis=1), 1.0)
+    a = log_prior + betas * U[1] - log_zhat
+    np.testing.assert_allclose(np.exp(log_q[1]), np.exp(a) / np.exp(a).sum())
+    # a non-finite U puts all mass on b = 0
+    np.testing.assert_allclose(np.exp(level_log_probs(np.array([-np.inf]), betas, log_zhat, log_prior))[0, 0], 1.0)
+    # both moves keep q(k | x) invariant: start 60000 chains at q, move, compare frequencies
+    n = 60000
+    row = np.repeat(log_q[2:3], n, axis=0)
+    for move in ("gibbs", "metropolis"):
+        start = np.searchsorted(np.cumsum(np.exp(log_q[2])), rng.uniform(size=n))
+        new, _ = move_levels(rng, start, row, move)
+        freq = np.bincount(new, minlength=6) / n
+        se = np.sqrt(np.exp(log_q[2]) * (1 - np.exp(log_q[2])) / n)
+        assert np.all(np.abs(freq - np.exp(log_q[2])) < 4.5 * se + 1e-4), move
+    with pytest.raises(ValueError, match="level_move"):
+        move_levels(rng, start, row, "swap")
+
+
+def _exact_trace(rng, K=12, n_sweeps=400, level_move="gibbs", guess=None, store_draws=False, n_chains=200):
+    family = ExactGaussianPath()
+    betas = np.linspace(0, 1, K) ** 2
+    kernel = ExactDraws(family)
+    params = [kernel.default_params(1)] * K
+    log_zhat = np.zeros(K) if guess is None else guess
+    kw = dict(log_zhat=log_zhat, rng=rng, n_chains=n_chains, level_move=level_move, progressbar=False)
+    burn = run_tempering(family, kernel, betas, params, n_sweeps=200, **kw)  # +-1 level moves mix slowly
+    start = dict(start_x=burn.final_x, start_levels=burn.final_levels)
+    trace = run_tempering(family, kernel, betas, params, n_sweeps=n_sweeps, store_draws=store_draws, **kw, **start)
+    return family, betas, trace
+
+
+@pytest.mark.parametrize("level_move", ["gibbs", "metropolis"])
+def test_rts_curve_with_perfect_transitions(rng, level_move):
+    """With exact draws at every level the whole curve log Z(b_k) is known: RTS, TS, TI-RB match it."""
+    family, betas, trace = _exact_trace(
+        rng,
+        level_move=level_move,
+        guess=ExactGaussianPath().log_z(np.linspace(0, 1, 12) ** 2) + 0.3 * np.sin(np.arange(12)),
+    )
+    truth = family.log_z(betas)
+    for estimate in (rts(trace), ts(trace)):
+        curve, se = estimate.diagnostics["log_z_k"], estimate.diagnostics["log_z_k_se"]
+        assert np.all(np.abs(curve - truth) < 4 * se[:] + 0.02), estimate.method
+        assert 0 < se[-1] < 0.1
+    assert trace.acceptance[0] == 1.0 and trace.level_traces.shape == (400, 5)
+    e = ti_rb(trace, "corrected")
+    assert abs(e.log_z - truth[-1]) < 4 * e.log_z_se + 0.02
+    # the RB curve is at least as precise as the counts curve
+    assert rts(trace).log_z_se <= 1.05 * ts(trace).log_z_se
+
+
+def test_initial_iterations_reach_the_prior_over_levels(rng):
+    family = ExactGaussianPath(s=0.05, c=8.0)  # log Z(1) = 8 + log 20: far from the Zhat = 1 start
+    K = 15
+    betas = np.linspace(0, 1, K) ** 3
+    kernel = ExactDraws(family)
+    params = [kernel.default_params(1)] * K
+    log_zhat, x, levels, stages, converged = adapt_log_zhat(
+        family, kernel, betas, params, log_zhat=np.zeros(K), rng=rng, n_chains=100, n_sweeps=50, progressbar=False
+    )
+    assert converged and 1 < len(stages) <= 10
+    assert np.max(np.abs(log_zhat - family.log_z(betas))) < 0.1
+    assert x.shape == (100, 1)
+    # the combination of the stages after the first (burn-in) with a long run (RTS Appendix A) agrees with the truth
+    trace = run_tempering(
+        family,
+        kernel,
+        betas,
+        params,
+        log_zhat=log_zhat,
+        rng=rng,
+        n_chains=100,
+        n_sweeps=400,
+        start_x=x,
+        start_levels=levels,
+        progressbar=False,
+    )
+    combined = rts_combine(stages[1:] + [trace])
+    assert combined.diagnostics["converged"]
+    assert abs(combined.log_z - family.log_z(1.0)) < 4 * combined.log_z_se + 0.02
+    assert combined.log_z_se < 0.05
+
+
+def test_ti_rules_on_a_smooth_curve():
+    betas = np.linspace(0, 1, 11)
+    # E(b) = b^2, V(b) = 2b: integral = 1/3
+    exact = 1 / 3
+    assert integrate(betas, betas**2, 2 * betas, "riemann") > exact
+    assert abs(integrate(betas, betas**2, rule="trapezoid") - exact) < 2e-3
+    assert abs(integrate(betas, betas**2, 2 * betas, "corrected") - exact) < 1e-12
+    with pytest.raises(ValueError, match="rule"):
+        integrate(betas, betas, rule="simpson")
+
+
+def test_jackknife_se_of_a_mean_sees_autocorrelation(rng):
+    x = rng.standard_normal(2000)
+    se = jackknife_se(lambda s: s["x"] / s["n"], {"x": x, "n": np.ones(2000)})
+    np.testing.assert_allclose(se, np.std(x, ddof=1) / np.sqrt(2000), rtol=0.15)
+    # an AR(1) series with rho = 0.9: the se of its mean is sqrt((1 + rho) / (1 - rho)) = 4.36 times the naive one
+    ar = np.empty(20000)
+    ar[0] = 0.0
+    e = rng.standard_normal(20000)
+    for t in range(1, ar.size):
+        ar[t] = 0.9 * ar[t - 1] + e[t]
+    se = jackknife_se(lambda s: s["x"] / s["n"], {"x": ar, "n": np.ones(ar.size)})
+    np.testing.assert_allclose(se / (np.std(ar, ddof=1) / np.sqrt(ar.size)), np.sqrt(1.9 / 0.1), rtol=0.2)
+
+
+def test_log_z_curve_of_the_rts_formula():
+    c = np.array([0.2, 0.3, 0.5])
+    curve = log_z_curve(np.array([0.0, 1.0, 2.0]), c, np.log(np.full(3, 1 / 3)))
+    np.testing.assert_allclose(curve, [0.0, 1 + np.log(1.5), 2 + np.log(2.5)])
+
+
+@pytest.mark.parametrize("method", ["rts", "ti_rb"])
+@pytest.mark.parametrize("system", [normal_mean, linear_regression])
+def test_evidence_on_conjugate_models(system, method):
+    truth = system()
+    res = pmz.evidence(truth.model, method=method, random_seed=3, progressbar=False, n_sweeps=400, n_temps=30)
+    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
+    assert 0 < res.log_z_se < 0.1
+    assert "tempering" in res.groups() and res.tempering.sizes["level"] == 31
+
+
+def test_result_groups_other_estimators_and_plot(tmp_path):
+    truth = normal_mean()
+    res = pmz.evidence(truth.model, method="rts", random_seed=1, progressbar=False, n_sweeps=200, n_temps=20)
+    tg = res.tempering
+    for name in ("beta", "c_hat", "prior", "log_zhat", "log_z_k", "log_z_k_se", "level_trace", "stage_c_hat"):
+        assert name in tg, name
+    assert float(tg["beta"][0]) == 0.0 and float(tg["beta"][-1]) == 1.0
+    np.testing.assert_allclose(float(tg["log_z_k"][-1]), res.log_z)
+    for other in ("rts", "ts", "ti", "ti_rb"):
+        assert abs(float(res.evidence[f"log_z_{other}"]) - truth.log_z) < 0.5
+    assert "particles" in res.groups() and "log_weight" in res.particles
+    path = tmp_path / "rts.nc"
+    res.to_netcdf(path)
+    back = pmz.load(path)
+    assert back.log_z == res.log_z and "tempering" in back.groups()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    axes = pmz.plot_tempering(res)
+    assert len(axes) == 3
+    with pytest.raises(ValueError, match="tempering group"):
+        pmz.plot_tempering(pmz.evidence(truth.model, method="ais", n_paths=8, n_temps=5, progressbar=False))
+
+
+def test_same_seed_same_bits():
+    model = normal_mean().model
+    kw = dict(method="ti_rb", progressbar=False, n_sweeps=50, n_temps=10, n_initial=2, initial_sweeps=10)
+    a = pmz.evidence(model, random_seed=7, **kw)
+    b = pmz.evidence(model, random_seed=7, **kw)
+    assert a.log_z == b.log_z
+
+
+def test_option_errors():
+    model = normal_mean().model
+    with pytest.raises(ValueError, match="level_move"):
+        pmz.evidence(model, method="rts", level_move="swap", progressbar=False)
+    with pytest.raises(ValueError, match="init"):
+        pmz.evidence(model, method="rts", init="guess", progressbar=False)
+    with pytest.raises(ValueError, match="init must hold"):
+        pmz.evidence(model, method="rts", init=np.zeros(3), n_temps=10, progressbar=False)
+    with pytest.raises(ValueError, match="n_sweeps"):
+        pmz.evidence(model, method="rts", n_sweeps=0, progressbar=False)
+    with pytest.raises(ValueError, match="ti_rule"):
+        pmz.evidence(model, method="ti", ti_rule="simpson", progressbar=False)
+
+
+def test_wang_landau_learns_the_curve(rng):
+    family = ExactGaussianPath(s=0.05, c=8.0)
+    K = 15
+    betas = np.linspace(0, 1, K) ** 3
+    kernel = ExactDraws(family)
+    params = [kernel.default_params(1)] * K
+    log_g, x, levels, info = run_wang_landau(
+        family, kernel, betas, params, rng=rng, n_chains=100, n_sweeps=600, progressbar=False
+    )
+    assert info["halvings"].size >= 1 and info["one_over_t_from"] >= info["halvings"][0]
+    assert np.max(np.abs(log_g - family.log_z(betas))) < 0.3  # good enough to start RTS, not a final answer
+    # with the learnt weights frozen, the visits are flat within 20%
+    trace = run_tempering(
+        family, kernel, betas, params, log_zhat=log_g, rng=rng, n_chains=100, n_sweeps=200, start_x=x, progressbar=False
+    )
+    counts = trace.counts
+    assert np.all(np.abs(counts / counts.mean() - 1) < 0.2)
