@@ -197,7 +197,9 @@ def evidence(
         (or a geometric path from ``reference``), Bennett acceptance ratio (Habeck 2017). ``"ais"``: forward
         only, Jarzynski. ``"raise"``: reverse only. ``"cumulant"``, ``"bounds"``, ``"histogram"`` (posterior over
         log Z by Gibbs sampling): other estimators of the same forward + reverse run. ``"bridge"``: bridge
-        sampling (K = 1 BAR) from posterior draws (``posterior=idata``, else a ``pm.sample`` run).
+        sampling (K = 1 BAR) from posterior draws (``posterior=idata``, else a ``pm.sample`` run). ``"rts"``,
+        ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``, ``"wang_landau"``: simulated tempering over a ladder of
+        temperatures, log Z over the whole ladder (result group ``tempering``).
     random_seed : int, numpy SeedSequence or Generator, optional
         The same seed gives bit-identical results.
     progressbar : bool
@@ -221,6 +223,15 @@ def evidence(
         "bridge": ``posterior`` (InferenceData; default: run ``pm.sample``), ``n_draws`` (2000), ``nuts_tune``,
         ``bridge_reference`` ("gaussian", "student_t" or a reference object), ``df`` (5), ``n_reference``,
         ``split`` (True: fit on the first half of each chain), ``n_bootstrap``.
+
+        Simulated tempering, ``"rts"`` (Carlson et al. 2016), ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``,
+        ``"wang_landau"`` (one pipeline, different estimators; see docs/tempering.md): ``n_temps`` (50: 51 levels),
+        ``schedule`` ("power"), ``n_chains`` (100), ``n_sweeps`` (1000), ``n_steps_per_sweep`` (1), ``n_initial``
+        (10 RTS initial iterations of ``initial_sweeps`` = 50 sweeps), ``init`` ("pilot", "ones", "wang_landau" or
+        an array of log Zhat_k), ``level_move`` ("gibbs" or "metropolis"), ``n_batches`` (1000), ``combine_stages``
+        (False), ``store_draws``, ``ti_rule`` ("trapezoid", "riemann", "corrected"), ``tune``, ``n_pilot``,
+        ``n_adapt``, ``n_tune_temps``, ``wl_sweeps`` (1000), ``wl_gamma0`` (1), ``wl_flatness`` (0.2),
+        ``wl_update`` ("rb" or "counts").
 
     Returns
     -------

@@ -54,10 +54,10 @@ TEMPERING_DEFAULTS = {
     "n_pilot": 256,
     "n_adapt": 4,
     "n_tune_temps": 40,
-    "wl_sweeps": 500,
+    "wl_sweeps": 1000,
     "wl_gamma0": 1.0,
     "wl_flatness": 0.2,
-    "wl_update": "counts",
+    "wl_update": "rb",
 }
 
 TEMPERING_DESCRIPTIONS = {
@@ -242,7 +242,7 @@ TEMPERING_ESTIMATORS = {
     "ts": lambda trace, o: ts(trace),
     "ti": lambda trace, o: ti(trace, o["ti_rule"]),
     "ti_rb": lambda trace, o: ti_rb(trace, o["ti_rule"]),
-    "mbar": lambda trace, o: mbar_tempering(trace, n_batches=o["n_batches"]),
+    "mbar": lambda trace, o: mbar_tempering(trace),
     "wang_landau": lambda trace, o: replace(_rts(trace, o), method="wang_landau"),
 }
 

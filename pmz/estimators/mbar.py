@@ -283,43 +283,56 @@ def mbar(
     )
 
 
-def mbar_tempering(trace, *, n_batches=None) -> EvidenceEstimate:
+def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
     """MBAR on the draws stored by a simulated-tempering run (``store_draws=True``): every sample ``(x_n, k_n)`` is a
     draw of its level ``k_n``, ``n_k`` the visit counts, ``l[k, n] = b_k U(x_n)`` (:func:`tempered_log_f`).
 
-    The asymptotic se assumes independent draws; the chains are independent of each other but autocorrelated over
-    sweeps. The reported se is the asymptotic one times ``sqrt(g)``, ``g >= 1`` the statistical inefficiency of the
-    run's RTS series at the top level (the squared ratio of its autocorrelation-aware se to its se as if the batches
-    were independent; exact when every batch is one sweep, a lower bound otherwise). ``se_asymptotic`` and
-    ``inefficiency`` are kept in the diagnostics. (``n_batches`` is accepted for symmetry with the other tempering
-    estimators; the trace's own batches are used.)
+    Error bar. The asymptotic covariance assumes independent draws from fixed states; tempered chains are
+    autocorrelated over many sweeps (measured: its se was 2-3 times too small on the 10-D mixture). pmz computes a
+    delete-one-block jackknife: the sweeps are cut into ``n_blocks`` consecutive blocks (all chains), MBAR is
+    solved without each block, and ``se^2 = (B - 1) / B sum_b (z_(-b) - mean)^2`` (``n_blocks`` more solves). When the
+    blocks are not much longer than the chains' autocorrelation time this is still too small (measured on the 10-D
+    mixture at 300 sweeps: 0.08 against an RMSE of 0.18), so the reported se is the larger of the jackknife and the
+    RTS se of the same run (autocorrelation-aware, :func:`pmz.estimators.rts.rts`): RTS is MBAR with the counts
+    replaced by their expectations (RTS Appendix D) and the two had the same RMSE there. ``se_asymptotic``,
+    ``se_jackknife`` and ``se_rts`` are kept in the diagnostics.
     """
-    from .rts import series_se
+    from .rts import rts
 
     if trace.draws_U is None:
         raise ValueError("pmz: MBAR needs the stored draws of a tempering run (store_draws=True)")
     K = trace.n_levels
     U, levels = np.asarray(trace.draws_U, dtype=float), np.asarray(trace.draws_level, dtype=int)
     full = mbar(tempered_log_f(U, trace.betas), np.bincount(levels, minlength=K))
-    sizes = trace.batch_size.astype(float)
-    batch_c = trace.batch_q / sizes[:, None]
-    c = trace.c_hat
-    series = (batch_c[:, -1] / c[-1] - batch_c[:, 0] / c[0]) * sizes / sizes.mean()
-    inefficiency = 1.0
-    if series.size >= 4 and np.std(series) > 0:
-        inefficiency = max(1.0, (series_se(series) / (np.std(series, ddof=1) / np.sqrt(series.size))) ** 2)
-    diagnostics = {
-        **full.diagnostics,
-        "log_z_k": full.diagnostics["log_z_k"] + trace.log_z0,
-        "log_z_k_se": full.diagnostics["log_z_k_se"] * np.sqrt(inefficiency),
-        "se_asymptotic": full.log_z_se,
-        "inefficiency": inefficiency,
-        "n_samples": int(U.size),
-    }
+    curve = full.diagnostics["log_z_k"]
+    n_sweeps = U.size // trace.n_chains
+    B = min(int(n_blocks), n_sweeps)
+    se_curve = full.diagnostics["log_z_k_se"]
+    if B >= 2:
+        edges = np.linspace(0, n_sweeps, B + 1).astype(int) * trace.n_chains
+        replicates = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            keep = np.r_[0:a, b : U.size]
+            rep = mbar_log_z(tempered_log_f(U[keep], trace.betas), np.bincount(levels[keep], minlength=K))
+            replicates.append(rep.log_z)
+        replicates = np.array(replicates)
+        se_curve = np.sqrt((B - 1) / B * np.sum((replicates - replicates.mean(axis=0)) ** 2, axis=0))
+    se_jackknife = float(se_curve[-1])
+    rts_curve_se = rts(trace).diagnostics["log_z_k_se"]
+    se_curve = np.fmax(se_curve, np.where(np.isfinite(rts_curve_se), rts_curve_se, 0.0))
     return EvidenceEstimate(
-        log_z=float(full.log_z + trace.log_z0),
-        log_z_se=float(full.log_z_se * np.sqrt(inefficiency)),
+        log_z=float(curve[-1] + trace.log_z0),
+        log_z_se=float(se_curve[-1]),
         method="mbar",
-        diagnostics=diagnostics,
+        diagnostics={
+            **full.diagnostics,
+            "log_z_k": curve + trace.log_z0,
+            "log_z_k_se": se_curve,
+            "se_asymptotic": full.log_z_se,
+            "se_jackknife": se_jackknife,
+            "se_rts": float(rts_curve_se[-1]),
+            "n_blocks": B,
+            "n_samples": int(U.size),
+        },
         warnings=list(full.warnings),
     )
