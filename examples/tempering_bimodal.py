@@ -117,7 +117,8 @@ def main(argv=None):
         f"| exact (quadrature) | {system.log_z:.4f} | | |",
         f"| pmz.evidence(method='rts') | {vectorised.log_z:.4f} | {vectorised.log_z_se:.4f} | "
         f"{vectorised.log_z - system.log_z:+.4f} |",
-        f"| pmz.evidence() (BAR) | {default.log_z:.4f} | {default.log_z_se:.4f} | {default.log_z - system.log_z:+.4f} |",
+        f"| pmz.evidence() (BAR) | {default.log_z:.4f} | {default.log_z_se:.4f} | "
+        f"{default.log_z - system.log_z:+.4f} |",
     ]
     for r in rows:
         if "log_z" in r:

@@ -18,7 +18,7 @@ from .estimators.histogram import histogram_posterior
 from .estimators.jarzynski import jarzynski
 from .estimators.raise_ import raise_estimate
 from .families.schedules import make_schedule
-from .kernels.tuning import tune_along_schedule
+from .kernels.tuning import run_pilot
 from .runners.ais import run_ais
 from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
@@ -53,9 +53,8 @@ class Method:
 
 def _tuned_params(family, kernel, schedule, options, rng, progressbar):
     """Per-temperature kernel parameters (pilot run, then frozen) and a description of the tuning."""
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
     if options["tune"] and kernel.tunable:
-        tuned = tune_along_schedule(
+        tuned, tuning = run_pilot(
             family,
             kernel,
             schedule,
@@ -65,19 +64,8 @@ def _tuned_params(family, kernel, schedule, options, rng, progressbar):
             n_tune_temps=options["n_tune_temps"],
             progressbar=progressbar,
         )
-        params = tuned.params
-        tuning = {
-            "n_pilot": tuned.n_pilot,
-            "n_adapt": tuned.n_adapt,
-            "n_tune_temps": options["n_tune_temps"],
-            "target_acceptance": kernel.target_acceptance,
-            "pilot_logp_evals": family.n_logp_evals - evals0,
-            "pilot_grad_evals": family.n_grad_evals - grads0,
-        }
-    else:
-        params = [kernel.default_params(family.dim)] * schedule.size
-        tuning = {"n_pilot": 0}
-    return params, tuning
+        return tuned.params, tuning
+    return [kernel.default_params(family.dim)] * schedule.size, {"n_pilot": 0}
 
 
 def _annealing_setup(family, kernel, options, rng, progressbar):

@@ -23,7 +23,7 @@ from .estimators.mbar import mbar_tempering
 from .estimators.rts import rts, rts_combine, ts
 from .estimators.ti import TI_RULES, ti, ti_rb
 from .families.schedules import make_schedule
-from .kernels.tuning import tune_along_schedule
+from .kernels.tuning import run_pilot
 from .runners.levels import LEVEL_MOVES
 from .runners.tempering import adapt_log_zhat, run_tempering
 from .runners.wang_landau import WL_UPDATES, run_wang_landau
@@ -101,7 +101,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
     tuned, tuning = None, {"n_pilot": 0}
     if (options["tune"] and kernel.tunable) or (isinstance(init, str) and init == "pilot"):
-        tuned = tune_along_schedule(
+        tuned, tuning = run_pilot(
             family,
             kernel,
             betas,
@@ -111,14 +111,6 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
             n_tune_temps=options["n_tune_temps"],
             progressbar=progressbar,
         )
-        tuning = {
-            "n_pilot": tuned.n_pilot,
-            "n_adapt": tuned.n_adapt,
-            "n_tune_temps": options["n_tune_temps"],
-            "target_acceptance": kernel.target_acceptance,
-            "pilot_logp_evals": family.n_logp_evals - evals0,
-            "pilot_grad_evals": family.n_grad_evals - grads0,
-        }
     params = tuned.params if (tuned is not None and options["tune"] and kernel.tunable) else None
     params = params or [kernel.default_params(family.dim)] * K
     log_zhat = _initial_guess(init, tuned, K)

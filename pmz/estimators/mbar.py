@@ -297,7 +297,7 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
     replaced by their expectations (RTS Appendix D) and the two had the same RMSE there. ``se_asymptotic``,
     ``se_jackknife`` and ``se_rts`` are kept in the diagnostics.
     """
-    from .rts import rts
+    from .rts import delete_one_se, rts
 
     if trace.draws_U is None:
         raise ValueError("pmz: MBAR needs the stored draws of a tempering run (store_draws=True)")
@@ -315,8 +315,7 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
             keep = np.r_[0:a, b : U.size]
             rep = mbar_log_z(tempered_log_f(U[keep], trace.betas), np.bincount(levels[keep], minlength=K))
             replicates.append(rep.log_z)
-        replicates = np.array(replicates)
-        se_curve = np.sqrt((B - 1) / B * np.sum((replicates - replicates.mean(axis=0)) ** 2, axis=0))
+        se_curve = delete_one_se(replicates)
     se_jackknife = float(se_curve[-1])
     rts_curve_se = rts(trace).diagnostics["log_z_k_se"]
     se_curve = np.fmax(se_curve, np.where(np.isfinite(rts_curve_se), rts_curve_se, 0.0))

@@ -28,7 +28,7 @@ import numpy as np
 from ..records import EvidenceEstimate, TemperingTrace
 from ..weights import logsumexp
 
-__all__ = ["rts", "ts", "rts_combine", "rts_from_draws", "log_z_curve", "jackknife_se"]
+__all__ = ["rts", "ts", "rts_combine", "rts_from_draws", "log_z_curve", "jackknife_se", "delete_one_se", "series_se"]
 
 
 def log_z_curve(log_zhat, c, log_prior) -> np.ndarray:
@@ -60,6 +60,15 @@ def _delta_se(batch_c, c, sizes):
     with np.errstate(divide="ignore", invalid="ignore"):
         s = (batch_c / c - (batch_c[:, :1] / c[0])) * weights[:, None]
     return np.array([0.0] + [series_se(s[:, k]) for k in range(1, c.size)])
+
+
+def delete_one_se(replicates) -> np.ndarray:
+    """Jackknife se from delete-one replicates ``(B, ...)``: ``sqrt((B - 1) / B sum_b (theta_(-b) - mean)^2)``."""
+    replicates = np.asarray(replicates, dtype=float)
+    B = replicates.shape[0]
+    if B < 2:
+        return np.full(replicates.shape[1:], np.nan)
+    return np.sqrt((B - 1) / B * np.sum((replicates - replicates.mean(axis=0)) ** 2, axis=0))
 
 
 def jackknife_se(statistic, batches: dict) -> float:
@@ -225,13 +234,8 @@ def rts_from_draws(rb_probs, log_zhat, log_prior, groups, *, log_z0: float = 0.0
         keep = groups != g
         z_g, _, _ = _multinomial_solve(Q[keep], n[keep], log_zhat[keep], log_prior, z)
         replicates.append(z_g)
-    replicates = np.array(replicates)
     B = labels.size
-    se_k = (
-        np.sqrt((B - 1) / B * np.sum((replicates - replicates.mean(axis=0)) ** 2, axis=0))
-        if B > 1
-        else np.full(z.size, np.nan)
-    )
+    se_k = delete_one_se(replicates) if B > 1 else np.full(z.size, np.nan)
     return EvidenceEstimate(
         log_z=float(z[-1] + log_z0),
         log_z_se=float(se_k[-1]),

@@ -23,7 +23,7 @@ from ..progress import progress_bar
 from ..weights import ess, log_mean_weight, normalized_weights, systematic_resample
 from .base import Kernel, KernelParams
 
-__all__ = ["TuningResult", "tune_along_schedule"]
+__all__ = ["TuningResult", "tune_along_schedule", "run_pilot"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,29 @@ def tune_along_schedule(
     scale = np.exp(np.column_stack([np.interp(grid, tune_idx, log_scale[:, d]) for d in range(family.dim)]))
     params = [KernelParams(float(step_size[k]), scale[k], params0.n_leapfrog) for k in range(K + 1)]
     return TuningResult(params, pilot_acceptance, n_pilot, n_adapt, np.interp(grid, tune_idx, log_z))
+
+
+def run_pilot(
+    family, kernel: Kernel, schedule, rng, *, n_pilot: int, n_adapt: int, n_tune_temps: int, progressbar=False
+):
+    """:func:`tune_along_schedule` and a description of what the pilot did and cost (stored in results)."""
+    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    tuned = tune_along_schedule(
+        family,
+        kernel,
+        schedule,
+        rng,
+        n_pilot=n_pilot,
+        n_adapt=n_adapt,
+        n_tune_temps=n_tune_temps,
+        progressbar=progressbar,
+    )
+    description = {
+        "n_pilot": tuned.n_pilot,
+        "n_adapt": tuned.n_adapt,
+        "n_tune_temps": int(n_tune_temps),
+        "target_acceptance": kernel.target_acceptance,
+        "pilot_logp_evals": family.n_logp_evals - evals0,
+        "pilot_grad_evals": family.n_grad_evals - grads0,
+    }
+    return tuned, description
