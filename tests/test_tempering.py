@@ -284,3 +284,43 @@ def test_rts_error_bars_match_the_spread_over_repeats():
         assert 0.55 < ratio < 1.6, (key, ratio)
         if key == "rts":
             assert np.mean(np.abs(values - truth.log_z) < 2 * ses) >= 0.75, key
+
+
+def test_rts_is_mbar_with_expected_counts(rng):
+    """RTS Appendix D: the MBAR equations with the counts n_k replaced by N c_hat_k are solved by the RTS curve."""
+    from pmz.estimators.mbar import mbar_log_z, tempered_log_f
+
+    K, N = 6, 500
+    betas = np.linspace(0, 1, K) ** 2
+    U = rng.normal(-5.0, 2.0, size=N)  # any draws: the identity is algebraic
+    log_zhat = np.array([0.0, -0.4, -1.1, -2.0, -3.2, -4.1])
+    log_prior = np.log(np.array([0.1, 0.2, 0.1, 0.2, 0.2, 0.2]))
+    q = np.exp(level_log_probs(U, betas, log_zhat, log_prior))
+    c_hat = q.mean(axis=0)
+    curve = log_z_curve(log_zhat, c_hat, log_prior)
+    solution = mbar_log_z(tempered_log_f(U, betas), N * c_hat)
+    np.testing.assert_allclose(solution.log_z, curve, atol=1e-8)
+
+
+def test_rts_ti_rb_and_mbar_on_the_10d_mixture():
+    from pmz.systems import gaussian_mixture
+
+    truth = gaussian_mixture()
+    res = pmz.evidence(truth.model, method="mbar", random_seed=4, progressbar=False, n_sweeps=800, n_temps=30)
+    d = res.evidence
+    for name, value, se in (
+        ("mbar", res.log_z, res.log_z_se),
+        ("rts", float(d["log_z_rts"]), float(d["log_z_se_rts"])),
+        ("ti_rb", float(d["log_z_ti_rb_corrected"]), float(d["log_z_se_ti_rb_corrected"])),
+    ):
+        assert abs(value - truth.log_z) < 4 * se + 0.05, (name, value, se)
+        assert se < 0.3, name
+
+
+def test_rts_on_an_exactly_solvable_lattice():
+    from pmz.systems import ising
+
+    truth = ising(4, 0.6)
+    res = pmz.evidence(truth.model, method="rts", random_seed=5, progressbar=False, n_sweeps=400, n_temps=20)
+    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
+    assert res.log_z_se < 0.1

@@ -42,6 +42,12 @@ class TuningResult:
         The pilot's own resample-move (SMC) estimate of ``log Z(b_k) - log Z(b_0)`` at each visited temperature,
         linearly interpolated in between: a cheap first guess of the whole log Z curve (simulated tempering starts
         from it).
+    visited : ndarray of int
+        Indices of the temperatures the pilot visited.
+    mean_U, var_U : ndarray (len(visited),)
+        Importance-weighted mean and variance of ``U`` over the pilot particles on arrival at each visited
+        temperature ("on-the-fly" weights, VAROPT): estimates of ``E_b[U] = d log Z / db`` and of the
+        thermodynamic metric ``g(b) = Var_b[U]``.
     """
 
     params: list
@@ -49,6 +55,9 @@ class TuningResult:
     n_pilot: int
     n_adapt: int
     log_z_path: np.ndarray | None = None
+    visited: np.ndarray | None = None
+    mean_U: np.ndarray | None = None
+    var_U: np.ndarray | None = None
 
     @property
     def step_size(self) -> np.ndarray:
@@ -60,6 +69,17 @@ def _weighted_scale(X, log_w, floor=1e-8):
     mean = np.sum(w * X, axis=0)
     sd = np.sqrt(np.sum(w * (X - mean) ** 2, axis=0))
     return np.maximum(sd, floor)
+
+
+def _weighted_moments(U, log_w):
+    """Importance-weighted mean and variance of ``U`` (non-finite U carry no weight)."""
+    finite = np.isfinite(U)
+    if not finite.any():
+        return np.nan, np.nan
+    w = normalized_weights(np.where(finite, log_w, -np.inf))
+    u = np.where(finite, U, 0.0)
+    mean = float(np.sum(w * u))
+    return mean, float(np.sum(w * (u - mean) ** 2))
 
 
 def tune_along_schedule(
@@ -94,6 +114,8 @@ def tune_along_schedule(
     pilot_acceptance = np.full(K + 1, np.nan)
     log_z = np.zeros(tune_idx.size)  # SMC estimate of log Z(b_k) - log Z(b_0) at the visited temperatures
     log_z_resampled = 0.0
+    mean_U, var_U = np.full(tune_idx.size, np.nan), np.full(tune_idx.size, np.nan)
+    mean_U[0], var_U[0] = _weighted_moments(state.parts.U, log_w)
     with progress_bar(total=tune_idx.size - 1, desc="tuning", disable=not progressbar) as bar:
         for j in range(1, tune_idx.size):
             k, k_prev = tune_idx[j], tune_idx[j - 1]
@@ -101,6 +123,7 @@ def tune_along_schedule(
             log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
             log_scale[j] = np.log(_weighted_scale(state.x, log_w)) if adapt_scale else log_scale[0]
             log_z[j] = log_z_resampled + log_mean_weight(log_w)
+            mean_U[j], var_U[j] = _weighted_moments(state.parts.U, log_w)
             if ess(log_w) < 0.5 * n_pilot:
                 state = state.take(systematic_resample(rng, log_w))
                 log_w = np.zeros(n_pilot)
@@ -117,7 +140,9 @@ def tune_along_schedule(
     step_size = np.exp(np.interp(grid, tune_idx, log_eps))
     scale = np.exp(np.column_stack([np.interp(grid, tune_idx, log_scale[:, d]) for d in range(family.dim)]))
     params = [KernelParams(float(step_size[k]), scale[k], params0.n_leapfrog) for k in range(K + 1)]
-    return TuningResult(params, pilot_acceptance, n_pilot, n_adapt, np.interp(grid, tune_idx, log_z))
+    return TuningResult(
+        params, pilot_acceptance, n_pilot, n_adapt, np.interp(grid, tune_idx, log_z), tune_idx, mean_U, var_U
+    )
 
 
 def run_pilot(
