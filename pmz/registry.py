@@ -9,6 +9,8 @@ estimator and one entry here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 from typing import Callable
 
 from .estimators.bar import bar
@@ -17,12 +19,11 @@ from .estimators.cumulant import cumulant
 from .estimators.histogram import histogram_posterior
 from .estimators.jarzynski import jarzynski
 from .estimators.raise_ import raise_estimate
-from .families.schedules import make_schedule
-from .kernels.tuning import run_pilot
 from .runners.ais import run_ais
 from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
 from .runners.starts import nuts_draws, posterior_to_flat
+from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
 from .tempering_methods import TEMPERING_DEFAULTS, TEMPERING_DESCRIPTIONS, run_tempering_method, tempering_estimator
 from .weights import ess
 
@@ -51,28 +52,12 @@ class Method:
     needs_kernel: bool = True
 
 
-def _tuned_params(family, kernel, schedule, options, rng, progressbar):
-    """Per-temperature kernel parameters (pilot run, then frozen) and a description of the tuning."""
-    if options["tune"] and kernel.tunable:
-        tuned, tuning = run_pilot(
-            family,
-            kernel,
-            schedule,
-            rng,
-            n_pilot=min(options["n_pilot"], options["n_paths"]),
-            n_adapt=options["n_adapt"],
-            n_tune_temps=options["n_tune_temps"],
-            progressbar=progressbar,
-        )
-        return tuned.params, tuning
-    return [kernel.default_params(family.dim)] * schedule.size, {"n_pilot": 0}
-
-
 def _annealing_setup(family, kernel, options, rng, progressbar):
     """Schedule, frozen kernel parameters (pilot on its own stream), their description, and the run's stream."""
-    schedule = make_schedule(options["schedule"], options["n_temps"])
     tune_rng, run_rng = rng.spawn(2)
-    params, tuning = _tuned_params(family, kernel, schedule, options, tune_rng, progressbar)
+    schedule, params, tuning, _ = setup_schedule(
+        family, kernel, options, tune_rng, progressbar, n_pilot=min(options["n_pilot"], options["n_paths"])
+    )
     return schedule, params, tuning, run_rng
 
 
@@ -93,8 +78,17 @@ def _run_forward_ais(family, kernel, options, rng, progressbar, target=None):
     )
 
 
+def _with_schedule_diagnostics(estimate, forward):
+    """The observed variance of the forward log weights next to the pilot's perfect-transition prediction
+    (VAROPT: ``K Var[log w] -> J``; real kernels that do not equilibrate do worse than predicted)."""
+    extra = {"var_log_w": float(np.var(forward.log_weights[np.isfinite(forward.log_weights)]))}
+    if "predicted_var_log_w" in forward.tuning:
+        extra["var_log_w_predicted"] = float(forward.tuning["predicted_var_log_w"])
+    return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
+
+
 def _estimate_jarzynski(record, options, rng):
-    return jarzynski(record, rng=rng, n_bootstrap=options["n_bootstrap"])
+    return _with_schedule_diagnostics(jarzynski(record, rng=rng, n_bootstrap=options["n_bootstrap"]), record)
 
 
 def _run_two_way(family, kernel, options, rng, progressbar, target):
@@ -172,6 +166,7 @@ def _two_way_diagnostics(estimate, record, options):
             "run's bias, and the upper bound and RAISE are not guaranteed. Pass posterior draws "
             "(reverse_start=idata), use reverse_start='nuts', or add temperatures."
         )
+    estimate = _with_schedule_diagnostics(estimate, record.forward)
     return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)
 
 
@@ -207,6 +202,7 @@ _ANNEALING_DEFAULTS = {
     "n_tune_temps": 40,
     "chunk_size": None,
     "n_bootstrap": 1000,
+    **SCHEDULE_DEFAULTS,
 }
 
 _TWO_WAY_DEFAULTS = {

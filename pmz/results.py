@@ -128,6 +128,15 @@ def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
     return xr.Dataset(data, attrs=attrs)
 
 
+def _metric_vars(tuning: dict):
+    """The pilot's thermodynamic metric ``g(b) = Var_b[U]`` (dim ``pilot_temperature``), when the pilot ran."""
+    if "metric_beta" not in tuning:
+        return {}, {}
+    beta, g = np.asarray(tuning["metric_beta"], dtype=float), np.asarray(tuning["metric_g"], dtype=float)
+    n = np.arange(beta.size)
+    return {"pilot_beta": (("pilot_temperature",), beta), "g": (("pilot_temperature",), g)}, {"pilot_temperature": n}
+
+
 def _work_datasets(record):
     """The ``work`` and ``schedule`` groups of a one-way (WorkRecord) or two-way (BidirectionalRecord) run."""
     if isinstance(record, BidirectionalRecord):
@@ -161,7 +170,17 @@ def _work_datasets(record):
         for name, values in (("acceptance_reverse", reverse.acceptance), ("ess_reverse", reverse.ess_path)):
             if values is not None:
                 per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
-    schedule = xr.Dataset(per_temp, coords={"temperature": np.arange(forward.schedule.size)})
+    metric, metric_coords = _metric_vars(forward.tuning)
+    schedule_attrs = {
+        k: forward.tuning[k]
+        for k in ("schedule_rule", "thermodynamic_length", "predicted_var_log_w")
+        if k in forward.tuning
+    }
+    schedule = xr.Dataset(
+        {**per_temp, **metric},
+        coords={"temperature": np.arange(forward.schedule.size), **metric_coords},
+        attrs=schedule_attrs,
+    )
     return work, schedule
 
 
@@ -179,6 +198,9 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
         if name in diagnostics:
             data[name] = (("level",), np.asarray(diagnostics[name], dtype=float))
     coords = {"level": level}
+    metric, metric_coords = _metric_vars(trace.tuning)
+    data.update(metric)
+    coords.update(metric_coords)
     if trace.level_traces is not None and trace.level_traces.size:
         data["level_trace"] = (("sweep", "trace_chain"), trace.level_traces)
         coords["sweep"] = np.arange(trace.level_traces.shape[0])

@@ -22,8 +22,7 @@ import numpy as np
 from .estimators.mbar import mbar_tempering
 from .estimators.rts import rts, rts_combine, ts
 from .estimators.ti import TI_RULES, ti, ti_rb
-from .families.schedules import make_schedule
-from .kernels.tuning import run_pilot
+from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
 from .runners.levels import LEVEL_MOVES
 from .runners.tempering import adapt_log_zhat, run_tempering
 from .runners.wang_landau import WL_UPDATES, run_wang_landau
@@ -58,6 +57,7 @@ TEMPERING_DEFAULTS = {
     "wl_gamma0": 1.0,
     "wl_flatness": 0.2,
     "wl_update": "rb",
+    **SCHEDULE_DEFAULTS,
 }
 
 TEMPERING_DESCRIPTIONS = {
@@ -82,9 +82,10 @@ def _check(options):
         raise ValueError(f"pmz: init must be 'pilot', 'ones', 'wang_landau' or an array, got {init!r}")
 
 
-def _initial_guess(init, tuned, n_levels):
+def _initial_guess(init, tuned, betas):
+    n_levels = betas.size
     if isinstance(init, str):
-        return tuned.log_z_path.copy() if (init == "pilot" and tuned is not None) else np.zeros(n_levels)
+        return tuned.log_z_for(betas) if (init == "pilot" and tuned is not None) else np.zeros(n_levels)
     guess = np.asarray(init, dtype=float)
     if guess.shape != (n_levels,) or not np.all(np.isfinite(guess)):
         raise ValueError(f"pmz: init must hold {n_levels} finite log Zhat_k guesses (one per level), got {guess.shape}")
@@ -94,26 +95,14 @@ def _initial_guess(init, tuned, n_levels):
 def run_tempering_method(family, kernel, options, rng, progressbar, target, *, method):
     """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
     _check(options)
-    betas = make_schedule(options["schedule"], options["n_temps"])
-    K = betas.size
     init = "wang_landau" if method == "wang_landau" else options["init"]
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
-    tuned, tuning = None, {"n_pilot": 0}
-    if (options["tune"] and kernel.tunable) or (isinstance(init, str) and init == "pilot"):
-        tuned, tuning = run_pilot(
-            family,
-            kernel,
-            betas,
-            tune_rng,
-            n_pilot=options["n_pilot"],
-            n_adapt=options["n_adapt"] if kernel.tunable else 1,
-            n_tune_temps=options["n_tune_temps"],
-            progressbar=progressbar,
-        )
-    params = tuned.params if (tuned is not None and options["tune"] and kernel.tunable) else None
-    params = params or [kernel.default_params(family.dim)] * K
-    log_zhat = _initial_guess(init, tuned, K)
+    pilot_guess = isinstance(init, str) and init == "pilot"
+    betas, params, tuning, tuned = setup_schedule(
+        family, kernel, options, tune_rng, progressbar, need_pilot=pilot_guess
+    )
+    log_zhat = _initial_guess(init, tuned, betas)
     common = dict(
         n_chains=options["n_chains"], level_move=options["level_move"], n_steps_per_sweep=options["n_steps_per_sweep"]
     )

@@ -23,7 +23,7 @@ from ..progress import progress_bar
 from ..weights import ess, log_mean_weight, normalized_weights, systematic_resample
 from .base import Kernel, KernelParams
 
-__all__ = ["TuningResult", "tune_along_schedule", "run_pilot"]
+__all__ = ["TuningResult", "tune_along_schedule", "run_pilot", "adaptive_pilot"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,10 @@ class TuningResult:
         Importance-weighted mean and variance of ``U`` over the pilot particles on arrival at each visited
         temperature ("on-the-fly" weights, VAROPT): estimates of ``E_b[U] = d log Z / db`` and of the
         thermodynamic metric ``g(b) = Var_b[U]``.
+    walk : dict
+        The pilot's arrays over its visited temperatures (``betas``, ``log_eps``, ``log_scale``, ``log_z``,
+        ``mean_U``, ``var_U``, ``acceptance``), from which :meth:`params_for` and :meth:`log_z_for` interpolate
+        onto any other schedule.
     """
 
     params: list
@@ -58,6 +62,22 @@ class TuningResult:
     visited: np.ndarray | None = None
     mean_U: np.ndarray | None = None
     var_U: np.ndarray | None = None
+    walk: dict | None = None
+
+    def params_for(self, schedule) -> list:
+        """Kernel parameters on another schedule: ``log step_size`` and ``log scale`` interpolated linearly in beta
+        between the temperatures the pilot visited (``walk["betas"]``)."""
+        b = np.asarray(schedule, dtype=float)
+        visited = self.walk["betas"]
+        step = np.exp(np.interp(b, visited, self.walk["log_eps"]))
+        log_scale = self.walk["log_scale"]
+        scale = np.exp(np.column_stack([np.interp(b, visited, log_scale[:, d]) for d in range(log_scale.shape[1])]))
+        n_leapfrog = self.params[0].n_leapfrog
+        return [KernelParams(float(step[k]), scale[k], n_leapfrog) for k in range(b.size)]
+
+    def log_z_for(self, schedule) -> np.ndarray:
+        """The pilot's log Z curve interpolated (linearly in beta) onto another schedule."""
+        return np.interp(np.asarray(schedule, dtype=float), self.walk["betas"], self.walk["log_z"])
 
     @property
     def step_size(self) -> np.ndarray:
@@ -80,6 +100,54 @@ def _weighted_moments(U, log_w):
     u = np.where(finite, U, 0.0)
     mean = float(np.sum(w * u))
     return mean, float(np.sum(w * (u - mean) ** 2))
+
+
+def _pilot_walk(family, kernel, rng, next_beta, *, n_pilot, n_adapt, gain, adapt_scale, params0, progressbar, total):
+    """The pilot's resample-move walk from b = 0 to 1 along temperatures chosen by ``next_beta(b, U, log_w)``.
+
+    At each new temperature: reweight by ``(b_new - b) U``, record the weighted scale, log Z and moments of U,
+    resample (systematic) when the ESS falls below half, then ``n_adapt`` kernel steps adapting the step size.
+    Returns a dict of arrays over the visited temperatures (the first is b = 0).
+    """
+    state = kernel.init_state(family, family.sample_start(rng, n_pilot))
+    log_w = np.zeros(n_pilot)
+    betas, log_eps, log_z, acceptance = [0.0], [np.log(params0.step_size)], [0.0], [np.nan]
+    log_scale = [np.log(_weighted_scale(state.x, log_w) if adapt_scale else params0.scale)]
+    moments = [_weighted_moments(state.parts.U, log_w)]
+    log_z_resampled = 0.0
+    with progress_bar(total=total, desc="tuning", disable=not progressbar) as bar:
+        while betas[-1] < 1.0:
+            b_prev = betas[-1]
+            b = float(next_beta(b_prev, state.parts.U, log_w))
+            log_w = log_w + (b - b_prev) * state.parts.U
+            log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+            log_scale.append(np.log(_weighted_scale(state.x, log_w)) if adapt_scale else log_scale[0])
+            log_z.append(log_z_resampled + log_mean_weight(log_w))
+            moments.append(_weighted_moments(state.parts.U, log_w))
+            if ess(log_w) < 0.5 * n_pilot:
+                state = state.take(systematic_resample(rng, log_w))
+                log_w = np.zeros(n_pilot)
+                log_z_resampled = log_z[-1]
+            eps, acc = log_eps[-1], np.nan
+            for _ in range(n_adapt):
+                trial = KernelParams(float(np.exp(eps)), np.exp(log_scale[-1]), params0.n_leapfrog)
+                state, info = kernel.step(rng, state, family, b, trial)
+                acc = float(np.mean(info.acceptance))
+                eps = float(np.clip(eps + gain * (acc - kernel.target_acceptance), -12.0, 3.0))
+            betas.append(b)
+            log_eps.append(eps)
+            acceptance.append(acc)
+            bar.update(1)
+    moments = np.array(moments)
+    return {
+        "betas": np.array(betas),
+        "log_eps": np.array(log_eps),
+        "log_scale": np.array(log_scale),
+        "log_z": np.array(log_z),
+        "mean_U": moments[:, 0],
+        "var_U": moments[:, 1],
+        "acceptance": np.array(acceptance),
+    }
 
 
 def tune_along_schedule(
@@ -106,42 +174,40 @@ def tune_along_schedule(
     K = schedule.size - 1
     tune_idx = np.unique(np.round(np.linspace(0, K, min(int(n_tune_temps), K) + 1)).astype(int))
     params0 = initial if initial is not None else kernel.default_params(family.dim)
-    state = kernel.init_state(family, family.sample_start(rng, n_pilot))
-    log_w = np.zeros(n_pilot)
-    log_eps = np.full(tune_idx.size, np.log(params0.step_size))
-    log_scale = np.empty((tune_idx.size, family.dim))
-    log_scale[0] = np.log(_weighted_scale(state.x, log_w) if adapt_scale else params0.scale)
-    pilot_acceptance = np.full(K + 1, np.nan)
-    log_z = np.zeros(tune_idx.size)  # SMC estimate of log Z(b_k) - log Z(b_0) at the visited temperatures
-    log_z_resampled = 0.0
-    mean_U, var_U = np.full(tune_idx.size, np.nan), np.full(tune_idx.size, np.nan)
-    mean_U[0], var_U[0] = _weighted_moments(state.parts.U, log_w)
-    with progress_bar(total=tune_idx.size - 1, desc="tuning", disable=not progressbar) as bar:
-        for j in range(1, tune_idx.size):
-            k, k_prev = tune_idx[j], tune_idx[j - 1]
-            log_w = log_w + (schedule[k] - schedule[k_prev]) * state.parts.U
-            log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
-            log_scale[j] = np.log(_weighted_scale(state.x, log_w)) if adapt_scale else log_scale[0]
-            log_z[j] = log_z_resampled + log_mean_weight(log_w)
-            mean_U[j], var_U[j] = _weighted_moments(state.parts.U, log_w)
-            if ess(log_w) < 0.5 * n_pilot:
-                state = state.take(systematic_resample(rng, log_w))
-                log_w = np.zeros(n_pilot)
-                log_z_resampled = log_z[j]
-            eps = log_eps[j - 1]
-            for _ in range(n_adapt):
-                trial = KernelParams(float(np.exp(eps)), np.exp(log_scale[j]), params0.n_leapfrog)
-                state, info = kernel.step(rng, state, family, schedule[k], trial)
-                pilot_acceptance[k] = float(np.mean(info.acceptance))
-                eps = float(np.clip(eps + gain * (pilot_acceptance[k] - kernel.target_acceptance), -12.0, 3.0))
-            log_eps[j] = eps
-            bar.update(1)
+    position = {float(schedule[k]): j for j, k in enumerate(tune_idx)}
+
+    def next_beta(b, U, log_w):
+        return schedule[tune_idx[position[b] + 1]]
+
+    walk = _pilot_walk(
+        family,
+        kernel,
+        rng,
+        next_beta,
+        n_pilot=n_pilot,
+        n_adapt=n_adapt,
+        gain=gain,
+        adapt_scale=adapt_scale,
+        params0=params0,
+        progressbar=progressbar,
+        total=tune_idx.size - 1,
+    )
     grid = np.arange(K + 1)
-    step_size = np.exp(np.interp(grid, tune_idx, log_eps))
-    scale = np.exp(np.column_stack([np.interp(grid, tune_idx, log_scale[:, d]) for d in range(family.dim)]))
+    step_size = np.exp(np.interp(grid, tune_idx, walk["log_eps"]))
+    scale = np.exp(np.column_stack([np.interp(grid, tune_idx, walk["log_scale"][:, d]) for d in range(family.dim)]))
     params = [KernelParams(float(step_size[k]), scale[k], params0.n_leapfrog) for k in range(K + 1)]
+    pilot_acceptance = np.full(K + 1, np.nan)
+    pilot_acceptance[tune_idx[1:]] = walk["acceptance"][1:]
     return TuningResult(
-        params, pilot_acceptance, n_pilot, n_adapt, np.interp(grid, tune_idx, log_z), tune_idx, mean_U, var_U
+        params,
+        pilot_acceptance,
+        n_pilot,
+        n_adapt,
+        np.interp(grid, tune_idx, walk["log_z"]),
+        tune_idx,
+        walk["mean_U"],
+        walk["var_U"],
+        walk,
     )
 
 
@@ -169,3 +235,66 @@ def run_pilot(
         "pilot_grad_evals": family.n_grad_evals - grads0,
     }
     return tuned, description
+
+
+def adaptive_pilot(
+    family,
+    kernel: Kernel,
+    rng: np.random.Generator,
+    *,
+    cess_target: float = 0.99,
+    n_pilot: int = 256,
+    n_adapt: int = 4,
+    max_temps: int = 10_000,
+    gain: float = 2.0,
+    progressbar: bool = False,
+) -> TuningResult:
+    """A pilot whose temperatures are chosen online: each next beta makes the conditional ESS of the pilot's
+    weights equal to ``cess_target`` (bisection, :func:`pmz.families.optimal.next_beta_by_cess`; Zhou, Johansen &
+    Aston 2016). Equal CESS steps are, to second order, equal steps of thermodynamic length
+    (``1 - CESS ~= (db)^2 g(b)``), so the visited temperatures are a constant-speed schedule. ``params`` are on
+    the visited temperatures; use :meth:`TuningResult.params_for` for any other schedule.
+    """
+    from ..families.optimal import next_beta_by_cess
+
+    if not 0 < cess_target < 1:
+        raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")
+    params0 = kernel.default_params(family.dim)
+    count = [0]
+
+    def next_beta(b, U, log_w):
+        count[0] += 1
+        if count[0] >= max_temps:
+            return 1.0
+        U = np.where(np.isfinite(U), U, -np.inf)
+        return next_beta_by_cess(b, log_w, U, cess_target)
+
+    walk = _pilot_walk(
+        family,
+        kernel,
+        rng,
+        next_beta,
+        n_pilot=n_pilot,
+        n_adapt=n_adapt,
+        gain=gain,
+        adapt_scale=True,
+        params0=params0,
+        progressbar=progressbar,
+        total=None,
+    )
+    betas = walk["betas"]
+    params = [
+        KernelParams(float(np.exp(e)), np.exp(s), params0.n_leapfrog)
+        for e, s in zip(walk["log_eps"], walk["log_scale"])
+    ]
+    return TuningResult(
+        params,
+        walk["acceptance"],
+        n_pilot,
+        n_adapt,
+        walk["log_z"],
+        np.arange(betas.size),
+        walk["mean_U"],
+        walk["var_U"],
+        walk,
+    )

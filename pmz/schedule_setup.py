@@ -1,0 +1,143 @@
+"""Choosing the schedule (or tempering ladder) of a run, with the pilot that tunes its kernels.
+
+``schedule`` may be a named rule or an array (:mod:`pmz.families.schedules`), or
+
+* ``"varopt"`` (Kiwaki 2015, METHODS.md section 9): a pilot walks a reference schedule (``varopt_pilot``, default
+  ``"power"``, with ``varopt_pilot_temps`` temperatures), estimates the thermodynamic metric
+  ``g(b) = Var_b[U]`` from its importance-weighted particles at every temperature, smooths and floors it
+  (:func:`pmz.families.optimal.thermodynamic_metric`), and the production schedule is the constant-speed one,
+  ``b_k = Phi^{-1}(k / K Phi(1))`` with ``Phi(b) = int_0^b sqrt(g)``;
+* ``"adaptive"``: a pilot chooses each next temperature online so that the conditional ESS of its weights is
+  ``cess_target`` (Zhou, Johansen & Aston 2016); its temperatures, re-spaced evenly in their index onto
+  ``n_temps`` steps, are the production schedule (equal CESS steps are equal steps of thermodynamic length to
+  second order).
+
+``delta_max`` (any rule) then caps every increment ("deceleration", VAROPT section 5):
+:func:`pmz.families.optimal.decelerate`. The kernels' parameters come from the same pilot, interpolated onto the
+production schedule in beta, and are frozen; the pilot's own random stream and its cost are counted in the result
+(``tuning``). The production run is then exact AIS on a fixed schedule. The tuning description also carries the
+pilot's metric (``metric_beta``, ``metric_g``), the thermodynamic length and the perfect-transition prediction of
+``Var[log w]`` for the production schedule (``predicted_var_log_w``, VAROPT: ``K Var[log w] -> J``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .families.optimal import (
+    constant_speed_schedule,
+    decelerate,
+    predicted_log_weight_variance,
+    thermodynamic_length,
+    thermodynamic_metric,
+)
+from .families.schedules import make_schedule, validate_schedule
+from .kernels.tuning import adaptive_pilot, run_pilot
+
+__all__ = ["SCHEDULE_DEFAULTS", "setup_schedule", "OPTIMAL_RULES"]
+
+OPTIMAL_RULES = ("varopt", "adaptive")
+
+SCHEDULE_DEFAULTS = {
+    "delta_max": None,  # cap on every increment of the schedule (deceleration)
+    "cess_target": 0.99,  # schedule="adaptive": conditional ESS fraction per pilot step
+    "varopt_pilot": "power",  # schedule="varopt": the reference schedule the pilot walks
+    "varopt_pilot_temps": 100,
+}
+
+
+def _check(options):
+    delta_max = options.get("delta_max")
+    if delta_max is not None and not (isinstance(delta_max, float | int) and 0 < delta_max <= 1):
+        raise ValueError(f"pmz: delta_max must be a number in (0, 1] or None, got {delta_max!r}")
+    cess = options.get("cess_target", 0.99)
+    if not 0 < cess < 1:
+        raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess!r}")
+
+
+def _metric_description(walk, schedule):
+    """The pilot's metric and what it predicts for ``schedule`` (stored in the run's tuning description)."""
+    betas, var_U = walk["betas"], walk["var_U"]
+    keep = np.isfinite(var_U)
+    if keep.sum() < 2:
+        return {}
+    grid, g = thermodynamic_metric(betas[keep], var_U[keep])
+    return {
+        "metric_beta": betas[keep].tolist(),
+        "metric_g": var_U[keep].tolist(),
+        "thermodynamic_length": thermodynamic_length(grid, g),
+        "predicted_var_log_w": predicted_log_weight_variance(schedule, grid, g),
+    }
+
+
+def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: bool = False, n_pilot=None):
+    """The production schedule, frozen kernel parameters, a description, and the pilot's result (or None).
+
+    ``need_pilot``: run the pilot even when the kernel has nothing to tune (simulated tempering uses its log Z
+    curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options["n_pilot"]``).
+    """
+    _check(options)
+    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    rule, n_temps = options["schedule"], options["n_temps"]
+    n_pilot = int(n_pilot or options["n_pilot"])
+    tune = options["tune"] and kernel.tunable
+    n_adapt = options["n_adapt"] if kernel.tunable else 1
+    tuned, tuning = None, {"n_pilot": 0}
+    if isinstance(rule, str) and rule == "varopt":
+        pilot_schedule = make_schedule(options["varopt_pilot"], options["varopt_pilot_temps"])
+        tuned, tuning = run_pilot(
+            family,
+            kernel,
+            pilot_schedule,
+            rng,
+            n_pilot=n_pilot,
+            n_adapt=n_adapt,
+            n_tune_temps=options["varopt_pilot_temps"],
+            progressbar=progressbar,
+        )
+        walk = tuned.walk
+        keep = np.isfinite(walk["var_U"])
+        grid, g = thermodynamic_metric(walk["betas"][keep], walk["var_U"][keep])
+        schedule = constant_speed_schedule(grid, g, n_temps)
+    elif isinstance(rule, str) and rule == "adaptive":
+        tuned = adaptive_pilot(
+            family,
+            kernel,
+            rng,
+            cess_target=options["cess_target"],
+            n_pilot=n_pilot,
+            n_adapt=n_adapt,
+            progressbar=progressbar,
+        )
+        visited = tuned.walk["betas"]
+        schedule = np.interp(np.linspace(0, visited.size - 1, n_temps + 1), np.arange(visited.size), visited)
+        schedule = validate_schedule(np.concatenate([[0.0], schedule[1:-1], [1.0]]))
+        tuning = {"n_pilot": n_pilot, "n_adapt": n_adapt, "pilot_temps": int(visited.size - 1)}
+    else:
+        schedule = make_schedule(rule, n_temps)
+        if tune or need_pilot:
+            tuned, tuning = run_pilot(
+                family,
+                kernel,
+                schedule,
+                rng,
+                n_pilot=n_pilot,
+                n_adapt=n_adapt,
+                n_tune_temps=options["n_tune_temps"],
+                progressbar=progressbar,
+            )
+    if options.get("delta_max") is not None:
+        schedule = decelerate(schedule, options["delta_max"])
+    if tuned is None:
+        params = [kernel.default_params(family.dim)] * schedule.size
+    elif tune:
+        same = tuned.params and len(tuned.params) == schedule.size and rule not in OPTIMAL_RULES
+        params = tuned.params if same and options.get("delta_max") is None else tuned.params_for(schedule)
+    else:
+        params = [kernel.default_params(family.dim)] * schedule.size
+    tuning = {**tuning, "schedule_rule": rule if isinstance(rule, str) else "array"}
+    if tuned is not None:
+        tuning["pilot_logp_evals"] = family.n_logp_evals - evals0
+        tuning["pilot_grad_evals"] = family.n_grad_evals - grads0
+        tuning.update(_metric_description(tuned.walk, schedule))
+    return schedule, params, tuning, tuned
