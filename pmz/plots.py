@@ -6,6 +6,10 @@
   trusted (Habeck 2017, Figure 1).
 * :func:`plot_log_z`: the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or the normal
   approximation of the others) with the estimate and its se, for one result or several side by side.
+* :func:`plot_schedule`: schedules ``b_k`` against the step ``k`` for one or several results (e.g. linear,
+  VAROPT, decelerated VAROPT), the pilot's thermodynamic metric ``g(b) = Var_b[U]`` that VAROPT spaces the
+  schedule by (constant thermodynamic speed ``sqrt(g) db``), and the on-the-fly ESS of the forward weights
+  along the path (VAROPT Figure 4).
 * :func:`plot_tempering`: a simulated-tempering result's level marginal ``c_hat_k`` against the prior ``r_k``
   (they agree when the guesses ``Zhat_k`` are good and the ladder mixes), the curve ``log Z(b_k)`` with its
   error band, and the level trajectories of a few chains (they should cross the whole ladder many times).
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_work", "plot_log_z", "plot_tempering"]
+__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering"]
 
 
 def _axes(ax, figsize=(6, 3.5)):
@@ -85,6 +89,46 @@ def plot_log_z(results, *, ax=None, bins: int = 40):
     ax.set_ylabel("posterior density")
     ax.legend(frameon=False, fontsize="small")
     return ax
+
+
+def plot_schedule(results, *, axes=None):
+    """Schedules, the thermodynamic metric and the on-the-fly ESS for one result or a dict ``{label: result}``.
+
+    Left: ``b_k`` against ``k / K``. Middle: the pilot's ``g(b)`` (log scale) where the result has one (any
+    annealing run with a pilot). Right: the ESS of the forward weights after each temperature, as a fraction of
+    the paths.
+
+    Returns
+    -------
+    array of 3 matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(results, dict):
+        results = {results.posterior.attrs.get("method", "result"): results}
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+    for i, (label, res) in enumerate(results.items()):
+        if "schedule" not in res.groups():
+            raise ValueError(f"pmz: result {label!r} has no schedule group (annealing methods have one)")
+        sg = res.schedule
+        beta = np.asarray(sg["beta"])
+        rule = sg.attrs.get("schedule_rule", "")
+        color = f"C{i}"
+        axes[0].plot(np.linspace(0, 1, beta.size), beta, color=color, label=f"{label} ({rule}, K={beta.size - 1})")
+        if "g" in sg:
+            axes[1].semilogy(np.asarray(sg["pilot_beta"]), np.asarray(sg["g"]), "o-", ms=2, color=color, label=label)
+        if "ess" in sg:
+            n_paths = res.work.sizes.get("path", 1) if "work" in res.groups() else 1
+            axes[2].plot(np.linspace(0, 1, beta.size), np.asarray(sg["ess"]) / n_paths, color=color, label=label)
+    axes[0].set_xlabel("k / K")
+    axes[0].set_ylabel("$\\beta_k$")
+    axes[0].legend(frameon=False, fontsize="small")
+    axes[1].set_xlabel("$\\beta$")
+    axes[1].set_ylabel("$g(\\beta) = \\mathrm{Var}_\\beta[U]$ (pilot)")
+    axes[2].set_xlabel("k / K")
+    axes[2].set_ylabel("on-the-fly ESS / paths")
+    return axes
 
 
 def plot_tempering(result, *, axes=None, n_traces: int = 3):

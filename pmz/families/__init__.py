@@ -1,7 +1,17 @@
-"""Tempered families (power posterior, geometric path) and annealing schedules."""
+"""Tempered families (power posterior, geometric path), annealing schedules and optimal (VAROPT) schedules."""
 
 from .base import LogDensityParts, TemperedFamily
 from .geometric import GeometricPath
+from .optimal import (
+    constant_speed_schedule,
+    decelerate,
+    euler_lagrange_schedule,
+    next_beta_by_cess,
+    predicted_log_weight_variance,
+    schedule_action,
+    thermodynamic_length,
+    thermodynamic_metric,
+)
 from .power import PowerPosterior
 from .schedules import SCHEDULES, make_schedule, validate_schedule
 
@@ -13,4 +23,12 @@ __all__ = [
     "SCHEDULES",
     "make_schedule",
     "validate_schedule",
+    "thermodynamic_metric",
+    "thermodynamic_length",
+    "schedule_action",
+    "predicted_log_weight_variance",
+    "constant_speed_schedule",
+    "euler_lagrange_schedule",
+    "decelerate",
+    "next_beta_by_cess",
 ]

@@ -6,6 +6,10 @@
 * ``sigmoidal``:  b_k = (s(d (2k/K - 1)) - s(-d)) / (s(d) - s(-d)), s the logistic function, d = 4
   (Grosse, Maddison & Salakhutdinov 2013)
 * a user array, validated (starts at 0, ends at 1, strictly increasing).
+
+Optimal schedules (``"varopt"``: constant thermodynamic speed from a pilot's metric; ``"adaptive"``: the pilot's
+conditional-ESS walk) and deceleration are in :mod:`pmz.families.optimal` (the mathematics) and
+:mod:`pmz.schedule_setup` (the pilot that measures the metric).
 """
 
 from __future__ import annotations
