@@ -1,6 +1,6 @@
 """RTS on the digits RBM with 20 hidden units (exact log Z): Carlson et al. (ICML 2016) Figures 3 and 4 at laptop scale.
 
-    python examples/rts_rbm.py                 # 10 repeats (about 15 min on 2 cores)
+    python examples/rts_rbm.py                 # 10 repeats (about 30 min on 2 cores)
     python examples/rts_rbm.py --quick         # 2 repeats, small budgets (about 1 min)
     python examples/rts_rbm.py --write-doc     # also writes docs/rts_rbm.md
 
@@ -74,6 +74,7 @@ def part1(model, budgets, repeats):
             out["AIS"].append(run_annealing(model, "ais", n_temps, seed))
             out["RAISE"].append(run_annealing(model, "raise", n_temps, seed))
         rows.append((budget, float(np.mean(sweeps_used)), {k: np.array(v) for k, v in out.items()}))
+        print(f"  budget {budget} sweeps per chain done", flush=True)
     return rows
 
 
@@ -88,6 +89,7 @@ def part2(model, n_levels_list, sweeps, repeats):
             for name in ("rts", "ts", "ti", "ti_rb"):
                 values[name].append(float(res.evidence[f"log_z_{name}"]))
         rows.append((n_levels, {k: np.array(v) for k, v in values.items()}))
+        print(f"  K = {n_levels} done", flush=True)
     return rows
 
 
@@ -104,7 +106,7 @@ def main(argv=None):
     if args.quick:
         budgets, n_levels_list, sweeps2 = (600, 1000), (10, 30), 300
     else:
-        budgets, n_levels_list, sweeps2 = (1000, 2000, 4000), (10, 20, 50, 100), 1500
+        budgets, n_levels_list, sweeps2 = (1000, 2000, 4000), (10, 20, 50, 100), 1000
     system = rbm_digits(20)
     truth = system.log_z
     t0 = time.perf_counter()
