@@ -106,6 +106,58 @@ def test_digits_data_and_systems():
     assert joint.model.dim == 84 and joint.log_z == truth.log_z
 
 
+H20_VARIANTS = {"cd10": ("cd", 10), "cd1": ("cd", 1), "cd25": ("cd", 25), "pcd": ("pcd", 1)}
+
+
+def test_digits_h20_training_variants_load():
+    """The four 20-hidden RBMs (Kiwaki 2015, Table 1): shapes, stored settings, names; the default is CD-10."""
+    import json
+
+    weights = {}
+    for training, (method, k) in H20_VARIANTS.items():
+        rbm, extra = digits_rbm(20, training)
+        assert (rbm.n_visible, rbm.n_hidden) == (64, 20) and extra["base_means"].shape == (64,)
+        settings = json.loads(str(extra["settings"]))
+        assert (settings["method"], settings["k"]) == (method, k)
+        assert float(extra["train_seconds"]) > 0
+        weights[training] = rbm.W
+    np.testing.assert_array_equal(digits_rbm(20)[0].W, weights["cd10"])
+    assert len({w.tobytes() for w in weights.values()}) == 4  # four different RBMs
+    assert digits_rbm(500, "pcd")[0].n_hidden == 500 and digits_rbm(500, "PCD")[0].n_hidden == 500
+    with pytest.raises(ValueError, match="'cd10'.*500 hidden units"):
+        digits_rbm(500, "cd10")
+    with pytest.raises(ValueError, match="training must be one of"):
+        rbm_digits(20, training="cd3")
+
+
+def test_digits_h20_pcd_log_z_matches_independent_enumeration():
+    """rbm_digits(20, "pcd").log_z (log_z_exact: bit expansions of the state index, a matrix product for the low
+    bits, pmz's softplus) against an enumeration written differently: the visible pre-activations ``a + W h`` and
+    ``b'h`` of all 2^15 settings of hidden units 19..5 built by recursive doubling (no bit expansions, no matrix
+    product), shifted for each of the 2^5 settings of units 0..4, log1p(exp(.)) and scipy's logsumexp. Also checks
+    the per-variant log Z cache."""
+    from itertools import product
+
+    from scipy.special import logsumexp as sp_logsumexp
+
+    truth = rbm_digits(20, training="pcd")
+    assert truth.name == "rbm_digits_h20_pcd" and truth.model.dim == 64
+    rbm, _ = digits_rbm(20, "pcd")
+    assert np.abs(rbm.a).max() + np.abs(rbm.W).sum(axis=1).max() < 700  # log1p(exp(x)) cannot overflow
+    pre, lin = rbm.a[None, :], np.zeros(1)
+    for j in range(19, 4, -1):  # doubling: every state so far, without and with hidden unit j
+        pre = np.concatenate([pre, pre + rbm.W[:, j]])
+        lin = np.concatenate([lin, lin + rbm.b[j]])
+    parts = []
+    for h_low in product((0.0, 1.0), repeat=5):
+        h_low = np.array(h_low)
+        terms = lin + h_low @ rbm.b[:5] + np.log1p(np.exp(pre + rbm.W[:, :5] @ h_low)).sum(axis=1)
+        parts.append(sp_logsumexp(terms))
+    assert pre.shape == (1 << 15, 64) and len(parts) == 32
+    assert abs(truth.log_z - sp_logsumexp(parts)) < 1e-9
+    assert abs(truth.log_z - rbm_digits(20).log_z) > 1.0  # not the CD-10 RBM's cached value
+
+
 def test_joint_and_visible_models_have_the_same_log_z():
     rbm = random_rbm(4, 3, seed=5)
     for space in ("visible", "joint"):

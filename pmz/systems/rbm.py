@@ -25,7 +25,8 @@ recognition of handwritten digits test set), binarised at ``pixel > 7``, extract
 scikit-learn. Images with index ``i % 5 == 0`` are the test set (360), the others the training set (1437).
 
 Known-truth systems: :func:`rbm_digits` (``n_hidden=20``: exact log Z by enumerating 2^20 hidden states;
-``n_hidden=500``: a documented reference value) and :func:`random_rbm` for tests.
+four variants trained by CD-10 (default), CD-1, CD-25 and PCD, ``training="cd10" | "cd1" | "cd25" | "pcd"``;
+``n_hidden=500``, PCD: a documented reference value) and :func:`random_rbm` for tests.
 
 References: Salakhutdinov & Murray, "On the quantitative analysis of deep belief networks", ICML 2008;
 Hinton, "Training products of experts by minimizing contrastive divergence", Neural Computation 2002.
@@ -45,6 +46,7 @@ from ..weights import logsumexp
 from .conjugate import KnownTruth
 
 __all__ = [
+    "DIGITS_RBMS",
     "RBM",
     "RBM_DIGITS_H500_LOG_Z",
     "RBM_DIGITS_H500_LOG_Z_SE",
@@ -63,7 +65,7 @@ DIGITS_FILE = DATA_DIR / "digits_binary.npz"
 EXACT_SAMPLING_MAX_UNITS = 22  # energy models of RBMs with a layer this small get an exact ``sample_target``
 
 # Reference log Z of the 500-hidden digits RBM (data/rbm_digits_h500.npz), from
-# ``python benchmarks/rbm_ais.py --reference`` (seed 2026, 400 paths per run; details in docs/_parts/rbm.md):
+# ``python benchmarks/rbm_ais.py --reference`` (seed 2026, 400 paths per run; details in docs/systems.md):
 #   forward AIS, visible space, heat bath (RBMGibbs), K = 3000 linear:  126.7952 +- 0.0070 (ESS 392/400)
 #   forward AIS, joint space, block Gibbs (RBMBlockGibbs), K = 30000:    126.8084 +- 0.0136 (ESS 372/400)
 #   stochastic bounds: mean forward log w = 126.7854 <= log Z <= 126.7983 = -mean reverse log w (reverse heat
@@ -308,47 +310,88 @@ def random_rbm(n_visible: int, n_hidden: int, *, seed: int = 0, scale: float = 1
     return RBM(W, a, b)
 
 
-def digits_rbm(n_hidden: int = 20) -> tuple[RBM, dict]:
-    """The trained digits RBM with ``n_hidden`` hidden units (20 or 500) and its file's other arrays.
+# The shipped digits RBMs: (n_hidden, training) -> file in DATA_DIR (all trained by benchmarks/train_rbm.py).
+DIGITS_RBMS = {
+    (20, "cd10"): "rbm_digits_h20.npz",
+    (20, "cd1"): "rbm_digits_h20_cd1.npz",
+    (20, "cd25"): "rbm_digits_h20_cd25.npz",
+    (20, "pcd"): "rbm_digits_h20_pcd.npz",
+    (500, "pcd"): "rbm_digits_h500.npz",
+}
+DEFAULT_TRAINING = {20: "cd10", 500: "pcd"}  # ``training=None``
 
-    ``extra["base_means"]`` are the (clipped) training-set pixel marginals; the training settings are stored
-    alongside (see ``benchmarks/train_rbm.py``).
+
+def _digits_key(n_hidden, training) -> tuple[int, str]:
+    """Validated ``(n_hidden, training)`` key of :data:`DIGITS_RBMS` (``training=None``: the default one)."""
+    n_hidden = int(n_hidden)
+    if n_hidden not in DEFAULT_TRAINING:
+        raise ValueError(f"no trained digits RBM with {n_hidden} hidden units (have {sorted(DEFAULT_TRAINING)})")
+    training = DEFAULT_TRAINING[n_hidden] if training is None else str(training).lower()
+    if (n_hidden, training) not in DIGITS_RBMS:
+        have = sorted(t for h, t in DIGITS_RBMS if h == n_hidden)
+        raise ValueError(
+            f"no digits RBM with {n_hidden} hidden units trained by {training!r}; "
+            f"training must be one of {have} for {n_hidden} hidden units"
+        )
+    return n_hidden, training
+
+
+def digits_rbm(n_hidden: int = 20, training: str | None = None) -> tuple[RBM, dict]:
+    """The trained digits RBM with ``n_hidden`` hidden units and its file's other arrays.
+
+    Parameters
+    ----------
+    n_hidden : {20, 500}
+    training : {"cd10", "cd1", "cd25", "pcd"}, optional
+        How it was trained (see :data:`DIGITS_RBMS`): 20 hidden units by CD-10 (the default), CD-1, CD-25 or
+        PCD-1; 500 hidden units only by PCD-1 (the default). ``None`` is the default for ``n_hidden``.
+
+    ``extra["base_means"]`` are the (clipped) training-set pixel marginals; ``extra["settings"]`` (JSON) the
+    training settings and ``extra["train_seconds"]`` the training time (see ``benchmarks/train_rbm.py``).
 
     >>> rbm, extra = digits_rbm(20)
     >>> rbm.W.shape, rbm.W.dtype, extra["base_means"].shape
     ((64, 20), dtype('float64'), (64,))
+    >>> import json
+    >>> json.loads(str(digits_rbm(20, "cd25")[1]["settings"]))["k"]
+    25
     """
-    path = DATA_DIR / f"rbm_digits_h{int(n_hidden)}.npz"
-    if not path.exists():
-        raise ValueError(f"no trained digits RBM with {n_hidden} hidden units (have 20 and 500)")
-    return load_rbm(path)
+    return load_rbm(DATA_DIR / DIGITS_RBMS[_digits_key(n_hidden, training)])
 
 
 @functools.cache
-def _digits_log_z(n_hidden: int) -> float:
-    """Exact log Z of the shipped digits RBM (computed once per process), or the documented reference value."""
-    rbm, _ = digits_rbm(n_hidden)
+def _digits_log_z(n_hidden: int, training: str) -> float:
+    """Exact log Z of a shipped digits RBM (computed once per process and variant), or the documented reference
+    value (500 hidden units)."""
+    rbm, _ = digits_rbm(n_hidden, training)
     return rbm.log_z_exact() if min(rbm.n_hidden, rbm.n_visible) <= 22 else RBM_DIGITS_H500_LOG_Z
 
 
-def rbm_digits(n_hidden: int = 20, *, space: str = "visible", kernel=None) -> KnownTruth:
+def rbm_digits(n_hidden: int = 20, training: str | None = None, *, space: str = "visible", kernel=None) -> KnownTruth:
     """An RBM trained on the binarised digits, as an energy model with its log Z.
 
     Parameters
     ----------
     n_hidden : {20, 500}
-        20: log Z exact (enumeration of the 2^20 hidden states, about a second; computed once per process).
-        500: log Z is the reference value :data:`RBM_DIGITS_H500_LOG_Z` (se :data:`RBM_DIGITS_H500_LOG_Z_SE`)
-        from long annealing runs (see ``docs/_parts/rbm.md``).
+        20: log Z exact (enumeration of the 2^20 hidden states, about a second; computed once per process and
+        variant). 500: log Z is the reference value :data:`RBM_DIGITS_H500_LOG_Z` (se
+        :data:`RBM_DIGITS_H500_LOG_Z_SE`) from long annealing runs (see ``docs/systems.md``).
+    training : {"cd10", "cd1", "cd25", "pcd"}, optional
+        Which trained RBM (see :func:`digits_rbm`): with 20 hidden units ``"cd10"`` (default,
+        ``rbm_digits_h20``), ``"cd1"``, ``"cd25"`` or ``"pcd"`` (the CD-1 / CD-25 / PCD RBMs of Kiwaki 2015,
+        Table 1, named ``rbm_digits_h20_cd1`` etc.); with 500 hidden units only ``"pcd"`` (default).
     space, kernel : see :func:`energy_model`
 
     Returns
     -------
     KnownTruth
-        ``(model, log_z, name)``; the model's base means are the training-set pixel marginals.
+        ``(model, log_z, name)``; the model's base means are the training-set pixel marginals. The name is the
+        file's stem: ``"rbm_digits_h20"`` (CD-10), ``"rbm_digits_h20_cd1"``, ``"rbm_digits_h20_cd25"``,
+        ``"rbm_digits_h20_pcd"``, ``"rbm_digits_h500"``.
     """
-    rbm, extra = digits_rbm(n_hidden)
-    log_z = _digits_log_z(int(n_hidden))
-    name = f"rbm_digits_h{rbm.n_hidden}"
+    n_hidden, training = _digits_key(n_hidden, training)
+    rbm, extra = digits_rbm(n_hidden, training)
+    log_z = _digits_log_z(n_hidden, training)
+    name = Path(DIGITS_RBMS[n_hidden, training]).stem
     model = energy_model(rbm, extra["base_means"], space=space, kernel=kernel, name=name)
     return KnownTruth(model, float(log_z), name)
