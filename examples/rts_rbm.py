@@ -104,7 +104,7 @@ def main(argv=None):
     parser.add_argument("--write-doc", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
-        budgets, n_levels_list, sweeps2 = (600, 1000), (10, 30), 300
+        budgets, n_levels_list, sweeps2 = (700,), (10, 30), 200
     else:
         budgets, n_levels_list, sweeps2 = (1000, 2000, 4000), (10, 20, 50, 100), 1000
     system = rbm_digits(20)
