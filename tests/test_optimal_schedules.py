@@ -282,18 +282,22 @@ def test_varopt_and_adaptive_through_evidence(tmp_path):
 
 
 @pytest.mark.slow
-def test_varopt_has_lower_log_weight_variance_than_linear():
-    """AIS at the same K on a known-truth system: the VAROPT schedule's Var[log w] is lower than the linear
-    schedule's, over repeats (a paired comparison of the observed variances)."""
+@pytest.mark.parametrize("system", ["normal_mean", "linear_regression", "ising"])
+def test_varopt_has_lower_log_weight_variance_than_linear(system):
+    """AIS at the same K on known-truth systems: the VAROPT schedule's Var[log w] is lower than the linear
+    schedule's in every one of 3 paired repeats (measured ratios: about 0.05-0.1 on the regressions, whose metric
+    falls by orders of magnitude along the path; 0.7-0.9 on the 8 x 8 Ising model, whose metric only peaks near
+    the critical coupling)."""
     import pmz
-    from pmz.systems import normal_mean
+    from pmz import systems
 
-    truth = normal_mean()
+    truth = systems.ising(8, 1.0) if system == "ising" else getattr(systems, system)()
     ratios = []
-    for seed in range(4):
+    for seed in range(3):
         kw = dict(method="ais", n_temps=100, n_paths=128, random_seed=seed, progressbar=False)
         var_linear = float(pmz.evidence(truth.model, schedule="linear", **kw).evidence["var_log_w"])
         var_varopt = float(pmz.evidence(truth.model, schedule="varopt", **kw).evidence["var_log_w"])
         ratios.append(var_varopt / var_linear)
     assert np.all(np.array(ratios) < 1), ratios
-    assert np.median(ratios) < 0.5, ratios
+    if system != "ising":
+        assert np.median(ratios) < 0.5, ratios
