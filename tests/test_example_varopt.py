@@ -19,5 +19,5 @@ def test_varopt_example_quick():
     # perfect transitions: the optimal schedule reaches Lambda^2 / K within 20%, far below the linear schedule
     assert abs(by_name["VAROPT"][1] / bound - 1) < 0.2
     assert by_name["VAROPT"][1] < 0.25 * by_name["linear"][1]
-    for variant, K, label, err, ess in rows:
-        assert err < 0.3 and 0 < ess <= 1, (variant, K, label, err, ess)
+    for variant, base, K, label, err, var, ess in rows:
+        assert err < 0.3 and 0 < ess <= 1 and var > 0, (variant, base, K, label, err, ess)
