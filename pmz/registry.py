@@ -9,9 +9,9 @@ estimator and one entry here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
-from typing import Callable
 
 from .estimators.bar import bar
 from .estimators.bounds import stochastic_bounds
