@@ -324,3 +324,11 @@ def test_rts_on_an_exactly_solvable_lattice():
     res = pmz.evidence(truth.model, method="rts", random_seed=5, progressbar=False, n_sweeps=400, n_temps=20)
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     assert res.log_z_se < 0.1
+
+
+def test_combine_stages_through_evidence():
+    truth = normal_mean()
+    kw = dict(method="rts", random_seed=6, progressbar=False, n_sweeps=300, n_temps=20, init="ones", n_initial=6)
+    res = pmz.evidence(truth.model, combine_stages=True, **kw)
+    assert res.method == "rts_combined" and res.evidence["n_runs"] >= 1
+    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
