@@ -178,7 +178,7 @@ def test_log_z_curve_of_the_rts_formula():
     np.testing.assert_allclose(curve, [0.0, 1 + np.log(1.5), 2 + np.log(2.5)])
 
 
-@pytest.mark.parametrize("method", ["rts", "ti_rb"])
+@pytest.mark.parametrize("method", ["rts", "ti_rb", "mbar"])
 @pytest.mark.parametrize("system", [normal_mean, linear_regression])
 def test_evidence_on_conjugate_models(system, method):
     truth = system()
