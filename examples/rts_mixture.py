@@ -103,6 +103,19 @@ Mean error (bias) and the mean reported standard errors:
 
 {bias_table}
 
+Reading the tables, against the paper's section 4.1:
+
+* RTS and MBAR are equally accurate at every sample size (RMSE 0.05-0.06 at 10^5-2 x 10^5 samples), as the paper
+  reports; RTS needs O(K) memory, MBAR O(N K) and a Newton solve.
+* TI with the right Riemann sum is biased by +0.6 at 51 levels whatever the sample size: the discretisation error
+  the paper shows. The trapezoid rule is biased by about -0.02 more than RTS; the corrected trapezoid removes it.
+* TI-RB tracks RTS (identical to three decimals with the correction): the Rao-Blackwellised weights
+  q(k | x) are the derivative of the RTS curve's mixture estimate of Z(b) at each level, so integrating them with a
+  high-order rule reproduces RTS up to the discretisation error.
+* The reported standard errors (autocorrelation-aware) match the RMSE from about 5 x 10^4 samples on. All
+  estimators share a small negative bias (-0.02 to -0.06, 1-2 se of the 10-run mean) at the shortest runs: a
+  chain needs tens of sweeps to walk the ladder, and the shortest runs are only a few round trips long.
+
 Time: {elapsed:.0f} s on 2 cores. Reproduce: `python examples/rts_mixture.py --write-doc`.
 """
 
