@@ -212,8 +212,8 @@ def evidence(
         array, "varopt" (constant thermodynamic speed from a pilot's Var_b[U]; ``varopt_pilot`` "power",
         ``varopt_pilot_temps`` 100) or "adaptive" (a pilot keeping the conditional ESS at ``cess_target`` 0.99)),
         ``delta_max`` (None: cap on every schedule increment), ``n_steps_per_temp`` (1), ``kernel`` ("auto":
-        HMC, Gibbs + HMC for discrete variables, an energy model's own kernel; or "hmc", "rwmh", "gibbs", a Kernel), ``n_leapfrog`` (3), ``reference`` ("prior" or
-        "laplace"), ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune``
+        HMC, Gibbs + HMC for discrete variables, an energy model's own kernel; or "hmc", "rwmh", "gibbs", a
+        Kernel), ``n_leapfrog`` (3), ``reference`` ("prior" or "laplace"), ``potentials`` ("likelihood" tempers ``pm.Potential`` terms; "prior" does not), ``tune``
         (True), ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``,
         ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
 

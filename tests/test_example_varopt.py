@@ -3,8 +3,6 @@
 import sys
 from pathlib import Path
 
-import numpy as np
-
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
