@@ -214,8 +214,8 @@ def evidence(
         ``delta_max`` (None: cap on every schedule increment), ``n_steps_per_temp`` (1), ``kernel`` ("auto":
         HMC, Gibbs + HMC for discrete variables, an energy model's own kernel; or "hmc", "rwmh", "gibbs", a
         Kernel), ``n_leapfrog`` (3), ``reference`` ("prior" or "laplace"), ``potentials`` ("likelihood" tempers
-        ``pm.Potential`` terms; "prior" does not), ``tune`` (True), ``n_pilot`` (256), ``n_adapt`` (4), ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``,
-        ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
+        ``pm.Potential`` terms; "prior" does not), ``tune`` (True), ``n_pilot`` (256), ``n_adapt`` (4),
+        ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``, ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
 
         Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": an energy model's
         ``sample_target``, else forward end states resampled by their weights and relaxed by ``reverse_burn``
