@@ -38,6 +38,7 @@ _POSITIVE_INTS = (
     "initial_sweeps",
     "n_batches",
     "wl_sweeps",
+    "varopt_pilot_temps",
 )
 _NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn", "n_initial")
 _OPTIONAL_INTS = ("chunk_size", "n_reverse", "n_reference")

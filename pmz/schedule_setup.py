@@ -31,7 +31,7 @@ from .families.optimal import (
     thermodynamic_length,
     thermodynamic_metric,
 )
-from .families.schedules import make_schedule, validate_schedule
+from .families.schedules import SCHEDULES, make_schedule, validate_schedule
 from .kernels.tuning import adaptive_pilot, run_pilot
 
 __all__ = ["SCHEDULE_DEFAULTS", "setup_schedule", "OPTIMAL_RULES"]
@@ -51,7 +51,7 @@ def _check(options):
     if delta_max is not None and not (isinstance(delta_max, float | int) and 0 < delta_max <= 1):
         raise ValueError(f"pmz: delta_max must be a number in (0, 1] or None, got {delta_max!r}")
     cess = options.get("cess_target", 0.99)
-    if not 0 < cess < 1:
+    if isinstance(cess, bool) or not isinstance(cess, float | int) or not 0 < cess < 1:
         raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess!r}")
 
 
@@ -79,6 +79,9 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     _check(options)
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
     rule, n_temps = options["schedule"], options["n_temps"]
+    if isinstance(rule, str) and rule not in SCHEDULES and rule not in OPTIMAL_RULES:
+        choices = sorted(SCHEDULES) + list(OPTIMAL_RULES)
+        raise ValueError(f"pmz: unknown schedule {rule!r}; choose one of {choices} or pass an array")
     n_pilot = int(n_pilot or options["n_pilot"])
     tune = options["tune"] and kernel.tunable
     n_adapt = options["n_adapt"] if kernel.tunable else 1
