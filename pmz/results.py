@@ -271,12 +271,10 @@ def make_result(
     }
     if isinstance(record, TemperingTrace):
         groups["tempering"] = _tempering_dataset(record, estimate.diagnostics)
-        if particles is not None:
-            groups["particles"] = _particles_dataset(particles, record.log_weights)
     elif record is not None:
         groups["work"], groups["schedule"] = _work_datasets(record)
-        if particles is not None:
-            groups["particles"] = _particles_dataset(particles, record.log_weights)
+    if record is not None and particles is not None:
+        groups["particles"] = _particles_dataset(particles, record.log_weights)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return EvidenceResult(**groups)

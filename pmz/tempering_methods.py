@@ -172,24 +172,12 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     )
 
 
-def _stage_traces(trace):
-    """The initial iterations after the first as (statistics-only) traces, for the Appendix A combination. The
-    first iteration starts from f0 with poor guesses: it is burn-in and is not combined."""
-    if trace.stage_q is None:
-        return []
-    out = []
-    for q, n, log_zhat in list(zip(trace.stage_q, trace.stage_n, trace.stage_log_zhat))[1:]:
-        batch = (q[None, :], np.array([n]))
-        zeros = np.zeros_like(batch[0])
-        out.append(
-            replace(trace, log_zhat=log_zhat, batch_q=batch[0], batch_size=batch[1], batch_qU=zeros, batch_qU2=zeros)
-        )
-    return out
-
-
 def _rts(trace, options):
+    """RTS on the long run; with ``combine_stages`` also on the initial iterations after the first (RTS Appendix
+    A). The first iteration starts from f0 with poor guesses: it is burn-in and is not combined."""
     if options["combine_stages"] and trace.stage_q is not None:
-        return rts_combine(_stage_traces(trace) + [trace])
+        stages = (trace.stage_q[1:], trace.stage_n[1:], trace.stage_log_zhat[1:])
+        return rts_combine([trace], stages=stages)
     return rts(trace)
 
 
@@ -197,7 +185,8 @@ def _with_others(estimate, trace, options):
     """Every tempering result also lists the other cheap estimators of the same trace (one run, many estimates):
     ``log_z_rts``, ``log_z_ts``, ``log_z_ti`` / ``log_z_ti_rb`` (the chosen ``ti_rule``) and every TI rule
     (``log_z_ti_riemann``, ``log_z_ti_rb_corrected``, ...), each with its ``log_z_se_...``."""
-    others = {"rts": lambda: rts(trace), "ts": lambda: ts(trace)}
+    curve = rts(trace)
+    others = {"rts": lambda: curve, "ts": lambda: ts(trace)}
     for rule in TI_RULES:
         others[f"ti_{rule}"] = lambda rule=rule: ti(trace, rule)
         others[f"ti_rb_{rule}"] = lambda rule=rule: ti_rb(trace, rule)
@@ -213,7 +202,6 @@ def _with_others(estimate, trace, options):
         extra["log_z_wang_landau"] = float(trace.wang_landau["log_g"][-1] + trace.log_z0)
         extra["wang_landau_note"] = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
     if "log_z_k" not in estimate.diagnostics:
-        curve = rts(trace)
         extra["log_z_k"], extra["log_z_k_se"] = curve.diagnostics["log_z_k"], curve.diagnostics["log_z_k_se"]
     return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
 

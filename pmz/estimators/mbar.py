@@ -48,6 +48,7 @@ from scipy.optimize import minimize
 
 from ..records import EvidenceEstimate
 from ..weights import logsumexp
+from .rts import delete_one_se, rts
 
 __all__ = ["MBARSolution", "mbar", "mbar_log_z", "mbar_tempering", "tempered_log_f"]
 
@@ -297,8 +298,6 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
     replaced by their expectations (RTS Appendix D) and the two had the same RMSE there. ``se_asymptotic``,
     ``se_jackknife`` and ``se_rts`` are kept in the diagnostics.
     """
-    from .rts import delete_one_se, rts
-
     if trace.draws_U is None:
         raise ValueError("pmz: MBAR needs the stored draws of a tempering run (store_draws=True)")
     K = trace.n_levels

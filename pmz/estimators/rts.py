@@ -175,8 +175,12 @@ def _finite_start(z):
     return np.where(np.isfinite(z), z, np.nanmin(np.where(np.isfinite(z), z, np.nan)) - 50.0)
 
 
-def rts_combine(traces) -> EvidenceEstimate:
+def rts_combine(traces, *, stages=None) -> EvidenceEstimate:
     """Combine runs with different guesses by the multinomial likelihood of RTS Appendix A (Newton, ``z_0 = 0``).
+
+    ``traces``: the runs (the last one's estimate sets the start and the se); ``stages``: optionally more runs
+    given only by their statistics ``(Q (S, K), n (S,), log_zhat (S, K))``, ``Q_sk = sum_i q(k | x_i)`` (what a
+    trace keeps of its initial iterations in ``stage_q``, ``stage_n``, ``stage_log_zhat``).
 
     The se is the inverse observed information, rescaled by the ratio of the last run's batch-means se to its own
     multinomial se (autocorrelated chains carry less information than independent draws; Rao-Blackwellised
@@ -187,6 +191,10 @@ def rts_combine(traces) -> EvidenceEstimate:
     Q = np.stack([t.c_hat * t.n_samples for t in traces])  # (S, K)
     n = np.array([t.n_samples for t in traces], dtype=float)
     log_zhat = np.stack([t.log_zhat for t in traces])
+    if stages is not None and len(stages[1]):
+        Q = np.concatenate([np.asarray(stages[0], dtype=float), Q])
+        n = np.concatenate([np.asarray(stages[1], dtype=float), n])
+        log_zhat = np.concatenate([np.asarray(stages[2], dtype=float), log_zhat])
     start = _finite_start(log_z_curve(own.log_zhat, own.c_hat, own.log_prior))
     z, cov, converged = _multinomial_solve(Q, n, log_zhat, own.log_prior, start)
     se_multinomial = np.sqrt(np.maximum(np.diag(cov), 0.0))
@@ -203,7 +211,7 @@ def rts_combine(traces) -> EvidenceEstimate:
         diagnostics={
             "log_z_k": z + own.log_z0,
             "log_z_k_se": se,
-            "n_runs": len(traces),
+            "n_runs": len(n),
             "converged": converged,
             "se_inflation": float(inflation),
         },

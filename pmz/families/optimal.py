@@ -67,7 +67,7 @@ def thermodynamic_metric(betas, var_U, *, smooth: bool = True, floor: float | No
     """A clean, positive thermodynamic metric ``g(b) = Var_b[U]`` on a fine grid over ``[0, 1]``.
 
     Built from pilot estimates ``var_U[j]`` of ``Var_b[U]`` at increasing ``betas[j]`` (for instance the
-    importance-weighted variances of a pilot run, ``TuningResult.var_U`` at ``schedule[visited]``):
+    importance-weighted variances of a pilot run, ``TuningResult.walk["var_U"]`` at ``walk["betas"]``):
 
     1. Points whose ``var_U`` or ``beta`` is NaN or infinite (temperatures the pilot never reached) are dropped.
     2. The rest are floored at ``floor`` and put on the log scale, ``l_j = log max(var_U[j], floor)``.

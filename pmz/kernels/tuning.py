@@ -42,16 +42,12 @@ class TuningResult:
         The pilot's own resample-move (SMC) estimate of ``log Z(b_k) - log Z(b_0)`` at each visited temperature,
         linearly interpolated in between: a cheap first guess of the whole log Z curve (simulated tempering starts
         from it).
-    visited : ndarray of int
-        Indices of the temperatures the pilot visited.
-    mean_U, var_U : ndarray (len(visited),)
-        Importance-weighted mean and variance of ``U`` over the pilot particles on arrival at each visited
-        temperature ("on-the-fly" weights, VAROPT): estimates of ``E_b[U] = d log Z / db`` and of the
-        thermodynamic metric ``g(b) = Var_b[U]``.
     walk : dict
-        The pilot's arrays over its visited temperatures (``betas``, ``log_eps``, ``log_scale``, ``log_z``,
+        The pilot's arrays over the temperatures it visited (``betas``, ``log_eps``, ``log_scale``, ``log_z``,
         ``mean_U``, ``var_U``, ``acceptance``), from which :meth:`params_for` and :meth:`log_z_for` interpolate
-        onto any other schedule.
+        onto any other schedule. ``mean_U`` and ``var_U`` are the importance-weighted mean and variance of ``U``
+        over the pilot particles on arrival at each temperature ("on-the-fly" weights, VAROPT): estimates of
+        ``E_b[U] = d log Z / db`` and of the thermodynamic metric ``g(b) = Var_b[U]``.
     """
 
     params: list
@@ -59,9 +55,6 @@ class TuningResult:
     n_pilot: int
     n_adapt: int
     log_z_path: np.ndarray | None = None
-    visited: np.ndarray | None = None
-    mean_U: np.ndarray | None = None
-    var_U: np.ndarray | None = None
     walk: dict | None = None
 
     def params_for(self, schedule) -> list:
@@ -174,10 +167,10 @@ def tune_along_schedule(
     K = schedule.size - 1
     tune_idx = np.unique(np.round(np.linspace(0, K, min(int(n_tune_temps), K) + 1)).astype(int))
     params0 = initial if initial is not None else kernel.default_params(family.dim)
-    position = {float(schedule[k]): j for j, k in enumerate(tune_idx)}
+    targets = iter(schedule[tune_idx[1:]])
 
     def next_beta(b, U, log_w):
-        return schedule[tune_idx[position[b] + 1]]
+        return next(targets)
 
     walk = _pilot_walk(
         family,
@@ -204,9 +197,6 @@ def tune_along_schedule(
         n_pilot,
         n_adapt,
         np.interp(grid, tune_idx, walk["log_z"]),
-        tune_idx,
-        walk["mean_U"],
-        walk["var_U"],
         walk,
     )
 
@@ -282,19 +272,8 @@ def adaptive_pilot(
         progressbar=progressbar,
         total=None,
     )
-    betas = walk["betas"]
     params = [
         KernelParams(float(np.exp(e)), np.exp(s), params0.n_leapfrog)
         for e, s in zip(walk["log_eps"], walk["log_scale"])
     ]
-    return TuningResult(
-        params,
-        walk["acceptance"],
-        n_pilot,
-        n_adapt,
-        walk["log_z"],
-        np.arange(betas.size),
-        walk["mean_U"],
-        walk["var_U"],
-        walk,
-    )
+    return TuningResult(params, walk["acceptance"], n_pilot, n_adapt, walk["log_z"], walk)
