@@ -14,7 +14,7 @@ from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
 from .model.energy import EnergyModel
 from .model.pymc import ModelSpecificationError
-from .plots import plot_log_z, plot_schedule, plot_tempering, plot_work
+from .plots import plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
 from .step_methods import SimulatedTempering, WangLandau, rts, tempered_weights
 
@@ -31,6 +31,7 @@ __all__ = [
     "plot_log_z",
     "plot_tempering",
     "plot_schedule",
+    "plot_smc",
     "SimulatedTempering",
     "WangLandau",
     "rts",

@@ -19,6 +19,7 @@ from .model.pymc import CompiledModel, ModelSpecificationError
 from .model.reference import laplace_reference
 from .registry import COMMON_DEFAULTS, DEFAULT_METHOD, METHODS
 from .results import EvidenceResult, make_result
+from .sequences.base import SMCSequence
 
 __all__ = ["evidence"]
 
@@ -39,8 +40,12 @@ _POSITIVE_INTS = (
     "n_batches",
     "wl_sweeps",
     "varopt_pilot_temps",
+    "n_particles",
+    "n_runs",
+    "n_steps",
+    "min_reseed",
 )
-_NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn", "n_initial")
+_NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn", "n_initial", "max_generate", "reseed_steps")
 _OPTIONAL_INTS = ("chunk_size", "n_reverse", "n_reference")
 
 
@@ -61,6 +66,8 @@ def _check_options(method: str, options: dict) -> dict:
         if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
             kind = "a positive" if low else "a non-negative"
             raise ValueError(f"pmz: {name} must be {kind} integer, got {value!r}")
+    if "n_particles" in merged and merged["n_particles"] < 2:
+        raise ValueError(f"pmz: n_particles must be at least 2, got {merged['n_particles']}")
     if "n_paths" in merged and merged["n_paths"] < 2:
         raise ValueError(f"pmz: n_paths must be at least 2 (an error bar needs several paths), got {merged['n_paths']}")
     for name in _OPTIONAL_INTS:
@@ -200,7 +207,11 @@ def evidence(
         log Z by Gibbs sampling): other estimators of the same forward + reverse run. ``"bridge"``: bridge
         sampling (K = 1 BAR) from posterior draws (``posterior=idata``, else a ``pm.sample`` run). ``"rts"``,
         ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``, ``"wang_landau"``: simulated tempering over a ladder of
-        temperatures, log Z over the whole ladder (result group ``tempering``).
+        temperatures, log Z over the whole ladder (result group ``tempering``). ``"smc"``: resample-move
+        sequential Monte Carlo over ``sequence`` ("tempering", "data" annealing, "units" of an RBM, or an
+        SMCSequence object, then ``model`` may be None), several independent runs; ``"arm"``: the adaptive
+        resample-move algorithm (Fraccaro, Paquet & Winther) that adds particles where a stage is hard (result
+        group ``smc``).
     random_seed : int, numpy SeedSequence or Generator, optional
         The same seed gives bit-identical results.
     progressbar : bool
@@ -236,6 +247,15 @@ def evidence(
         ``n_adapt``, ``n_tune_temps``, ``wl_sweeps`` (1000), ``wl_gamma0`` (1), ``wl_flatness`` (0.2),
         ``wl_update`` ("rb" or "counts").
 
+        SMC, ``"smc"`` and ``"arm"`` (see docs/smc.md): ``sequence`` ("tempering"), ``n_particles`` (1000 per run),
+        ``n_runs`` (4), ``n_steps`` (5 kernel steps per stage), ``schedule`` ("adaptive" by conditional ESS
+        ``cess_target`` 0.9 for "smc", "linear" with ``n_temps`` 50 for "arm"; or a named rule / array), ``order``
+        ("random", "given" or a permutation of the likelihood terms) and ``obs_per_stage`` ("adaptive" or an int)
+        for data annealing, ``unit_order`` ("variance") for RBM units, ``resampling`` ("systematic", "residual",
+        "stratified", "multinomial"), ``resample_threshold`` (0.8), ``tune``. "arm" adds ``variant``
+        ("standard", "anticipate", "reseed"), ``gamma_threshold`` (0.7), ``max_generate`` (10), ``min_reseed``
+        (100) and ``reseed_steps`` (20).
+
     Returns
     -------
     EvidenceResult
@@ -253,7 +273,8 @@ def evidence(
     """
     if method not in METHODS:
         raise ValueError(f"pmz: unknown method {method!r}; available: {sorted(METHODS)}")
-    energy = isinstance(model, EnergyModel)
+    standalone = model is None and isinstance(options.get("sequence"), SMCSequence)
+    energy = standalone or isinstance(model, EnergyModel)
     model = model if energy else pm.modelcontext(model)
     options = _check_options(method, options)
     spec = METHODS[method]
@@ -261,10 +282,10 @@ def evidence(
     rng = np.random.default_rng(random_seed)
     check_rng, run_rng, estimate_rng, result_rng = rng.spawn(4)
 
-    target = model if energy else _compiled_model(model, options)
+    target = options["sequence"] if standalone else model if energy else _compiled_model(model, options)
     evals0, grads0 = target.n_logp_evals, target.n_grad_evals
     family = kernel = None
-    if spec.needs_kernel:
+    if spec.needs_kernel and not standalone:
         family = _make_family(target, options["reference"])
         kernel = _make_kernel(options, target)
         _check_start(family, kernel, target, check_rng)

@@ -13,13 +13,18 @@
 * :func:`plot_tempering`: a simulated-tempering result's level marginal ``c_hat_k`` against the prior ``r_k``
   (they agree when the guesses ``Zhat_k`` are good and the ladder mixes), the curve ``log Z(b_k)`` with its
   error band, and the level trajectories of a few chains (they should cross the whole ladder many times).
+* :func:`plot_smc`: an SMC / ARM result's position (beta, number of observations or units) by stage, the ESS
+  fraction ``R_eff / R_n`` before and after ARM's generate loop, and the particle count ``R_n`` by stage (ARM
+  grows it where a stage is hard).
 """
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
-__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering"]
+__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc"]
 
 
 def _axes(ax, figsize=(6, 3.5)):
@@ -173,4 +178,58 @@ def plot_tempering(result, *, axes=None, n_traces: int = 3):
             ax.plot(traces[:, j], lw=0.8, color=f"C{j}")
     ax.set_xlabel("sweep")
     ax.set_ylabel("level $k$")
+    return axes
+
+
+def plot_smc(result, *, axes=None, runs=None):
+    """Three panels for an SMC result (methods "smc" and "arm"), one line per run.
+
+    Left: the position reached at each stage (``beta`` for tempering, the number of observations for data
+    annealing, the number of units for an RBM). Middle: ``gamma = R_eff / R_n`` after the stage (solid) and before
+    ARM generated particles (dotted), with ARM's threshold when the run used one. Right: the particles ``R_n``
+    behind each stage's estimate (the base ``R`` dashed).
+
+    Parameters
+    ----------
+    result : EvidenceResult
+    axes : array of 3 matplotlib Axes, optional
+    runs : list of int, optional
+        Which runs to draw (default: all).
+
+    Returns
+    -------
+    array of 3 matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    if "smc" not in result.groups():
+        raise ValueError("pmz: this result has no smc group (methods 'smc' and 'arm' have one)")
+    sg = result.smc
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+    run = np.asarray(sg["run"])
+    label = sg.attrs.get("label", "position")
+    tuning = sg.attrs.get("tuning", "{}")
+    for j in sorted(set(run.tolist())) if runs is None else runs:
+        pick = run == j
+        stage = np.arange(pick.sum())
+        color = f"C{j % 10}"
+        axes[0].plot(stage, np.asarray(sg["position"])[pick], "-", color=color, lw=1, label=f"run {j}")
+        axes[1].plot(stage, np.asarray(sg["gamma"])[pick], "-", color=color, lw=1)
+        if sg.attrs.get("algorithm", "rm") != "rm":
+            axes[1].plot(stage, np.asarray(sg["gamma_initial"])[pick], ":", color=color, lw=1)
+        axes[2].plot(stage, np.asarray(sg["n_particles"])[pick], "-", color=color, lw=1)
+    threshold = json.loads(tuning).get("gamma_threshold") if isinstance(tuning, str) else None
+    if threshold is not None and sg.attrs.get("algorithm", "rm") != "rm":
+        axes[1].axhline(threshold, color="k", ls="--", lw=1, label="$\\gamma_{thr}$")
+        axes[1].legend(frameon=False, fontsize="small")
+    axes[2].axhline(float(sg.attrs.get("n_base_particles", 0)), color="k", ls="--", lw=1)
+    axes[0].set_xlabel("stage")
+    axes[0].set_ylabel(label)
+    axes[0].legend(frameon=False, fontsize="small")
+    axes[1].set_xlabel("stage")
+    axes[1].set_ylabel("$R_{eff} / R_n$")
+    axes[1].set_ylim(0, 1.05)
+    axes[2].set_xlabel("stage")
+    axes[2].set_ylabel("particles $R_n$")
     return axes

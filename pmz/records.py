@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WorkRecord", "BidirectionalRecord", "TemperingTrace", "EvidenceEstimate"]
+__all__ = ["WorkRecord", "BidirectionalRecord", "TemperingTrace", "SMCRecord", "EvidenceEstimate"]
 
 
 @dataclass(frozen=True)
@@ -253,6 +253,122 @@ class TemperingTrace:
     def log_weights(self):
         """Log importance weights of the final positions for the target (``log q(K-1 | x)`` up to a constant)."""
         return None if self.final_log_q is None else self.final_log_q[:, -1]
+
+
+@dataclass(frozen=True)
+class SMCRecord:
+    """What sequential Monte Carlo runs record, stage by stage (resample-move SMC and ARM; Fraccaro et al.).
+
+    One call runs ``n_runs`` independent SMC runs over the same sequence ``p_{t_0}, ..., p_{t_N}``; the per-stage
+    arrays are in *long format*: one entry per stage of every run, ``run`` saying which run (runs may have
+    different numbers of stages when positions are chosen adaptively). At stage ``n`` of a run the particles
+    target ``p_{t_n}`` (after the move), carry normalised weights ``Wbar_r`` (uniform right after resampling) and
+    get the incremental weights ``W_r = f_{t_{n+1}}(x_r) / f_{t_n}(x_r)``; the stage's estimate of
+    ``Z_{t_{n+1}} / Z_{t_n}`` is ``sum_r Wbar_r W_r``, so that ``log Z = log_z0 + sum_n log_increment[n]``.
+
+    Attributes
+    ----------
+    log_increment : ndarray (S,)
+        ``log sum_r Wbar_r W_r`` at each stage.
+    run : ndarray (S,) of int
+        The run each stage belongs to (``0 .. n_runs - 1``), stages in order within a run.
+    position : ndarray (S,)
+        ``t_{n+1}``: the position (beta, number of observations or units) reached by the stage's increment.
+    position_from : ndarray (S,)
+        ``t_n``: the position the particles targeted when they were moved and weighted.
+    n_particles : ndarray (S,) of int
+        ``R_n``: particles used for the stage's estimate (more than the base ``R`` when ARM generated more).
+    ess : ndarray (S,)
+        Kish effective sample size of the weights ``Wbar_r W_r`` after the increment.
+    ess_start : ndarray (S,)
+        Kish effective sample size of the weights at the start of the current resampling block (``R_n`` when the
+        stage started from equal weights). The ideal-condition variance of the block's estimate is
+        ``1 / ess - 1 / ess_start`` (``v_n / R_n`` of ARM, with ``v_n = R_n / R_eff - 1``), counted at stages
+        that end a block (``resampled`` or the run's last stage).
+    gamma : ndarray (S,)
+        ``R_eff / R_n`` after the stage's generate loop (ARM section 3).
+    gamma_initial : ndarray (S,)
+        ``R_eff / R_n`` before any particles were generated.
+    n_generate : ndarray (S,) of int
+        Rounds of the ARM generate loop at this stage (0 for plain resample-move).
+    acceptance : ndarray (S,)
+        Mean acceptance of the moves made at this stage (NaN where nothing moved).
+    step_size : ndarray (S,)
+        Kernel step size used at this stage (NaN for untunable kernels).
+    n_moves : ndarray (S,) of int
+        Particle moves (particles x kernel steps) made at this stage, including those of generated and reseeded
+        particles: the cost measure of ARM's comparisons.
+    resampled : ndarray (S,) of bool
+        Whether the particles were resampled after this stage (ending a block).
+    log_z0 : float
+        ``log Z_{t_0}`` of the first distribution (exact).
+    n_runs, n_base_particles : int
+        Independent runs and their base particle count ``R``.
+    algorithm : str
+        ``"rm"`` (resample-move), ``"arm"``, ``"arm_anticipate"`` or ``"arm_reseed"``.
+    sequence : str
+        The sequence's name (``"tempering"``, ``"data"``, ``"units"``, ...); ``label`` what its position counts.
+    kernel : str
+    final_x : ndarray (n_final, dim) or None
+        The last run's final particles (equally weighted unless ``final_log_weights`` says otherwise).
+    final_log_weights : ndarray (n_final,) or None
+    n_logp_evals, n_grad_evals : int
+    tuning : dict
+        Settings of the run (resampling scheme and threshold, steps per stage, ARM thresholds, the sequence's own
+        description such as the data or unit order).
+    """
+
+    log_increment: np.ndarray
+    run: np.ndarray
+    position: np.ndarray
+    position_from: np.ndarray
+    n_particles: np.ndarray
+    ess: np.ndarray
+    ess_start: np.ndarray
+    gamma: np.ndarray
+    gamma_initial: np.ndarray
+    n_generate: np.ndarray
+    acceptance: np.ndarray
+    step_size: np.ndarray
+    n_moves: np.ndarray
+    resampled: np.ndarray
+    log_z0: float = 0.0
+    n_runs: int = 1
+    n_base_particles: int = 0
+    algorithm: str = "rm"
+    sequence: str = ""
+    label: str = "t"
+    kernel: str = ""
+    final_x: np.ndarray | None = None
+    final_log_weights: np.ndarray | None = None
+    n_logp_evals: int = 0
+    n_grad_evals: int = 0
+    tuning: dict = field(default_factory=dict)
+
+    @property
+    def n_stages(self) -> np.ndarray:
+        """Stages of each run ``(n_runs,)``."""
+        return np.bincount(self.run, minlength=self.n_runs)
+
+    @property
+    def log_weights(self):
+        return self.final_log_weights
+
+    def run_log_z(self) -> np.ndarray:
+        """``log Z`` of each run: ``log_z0 + sum_n log_increment`` over its stages ``(n_runs,)``."""
+        return self.log_z0 + np.bincount(self.run, weights=self.log_increment, minlength=self.n_runs)
+
+    def run_ideal_variance(self) -> np.ndarray:
+        """Each run's ideal-condition variance of ``log Z`` (ARM: ``sum_n v_n / R_n``) ``(n_runs,)``.
+
+        Summed over resampling blocks: a block's estimate ``log sum_r Wbar_r prod W_r`` has delta-method
+        variance ``1 / ESS_end - 1 / ESS_start`` when its particles are independent draws (ideal mixing).
+        """
+        last = np.r_[self.run[1:] != self.run[:-1], True]
+        ends = self.resampled | last
+        with np.errstate(divide="ignore"):
+            block = np.where(ends, 1.0 / self.ess - 1.0 / self.ess_start, 0.0)
+        return np.bincount(self.run, weights=np.maximum(block, 0.0), minlength=self.n_runs)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
 from .runners.starts import nuts_draws, posterior_to_flat
 from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
+from .smc_methods import ARM_DEFAULTS, SMC_DEFAULTS, estimate_smc_method, run_smc_method, smc_description
 from .tempering_methods import TEMPERING_DEFAULTS, TEMPERING_DESCRIPTIONS, run_tempering_method, tempering_estimator
 from .weights import ess
 
@@ -268,6 +269,16 @@ METHODS: dict[str, Method] = {
             description=description,
         )
         for name, description in TEMPERING_DESCRIPTIONS.items()
+    },
+    **{
+        name: Method(
+            name=name,
+            run=lambda f, k, o, rng, pb, target, name=name: run_smc_method(f, k, o, rng, pb, target, method=name),
+            estimate=estimate_smc_method(name),
+            defaults=dict(defaults),
+            description=smc_description(name),
+        )
+        for name, defaults in (("smc", SMC_DEFAULTS), ("arm", ARM_DEFAULTS))
     },
 }
 

@@ -21,6 +21,12 @@ tempering
     ``log_zhat`` (the guesses of the long run), ``counts``, ``acceptance``; ``level_trace`` (sweep, trace_chain)
     for a few chains; the initial iterations' ``stage_c_hat`` (stage, level); Wang-Landau's ``log_g`` and
     ``wl_gamma`` when it ran.
+smc
+    Sequential Monte Carlo statistics, one entry per stage of every run (dim ``stage``): ``run``, ``position``
+    (beta, number of observations or units reached), ``position_from``, ``log_increment``, ``n_particles``
+    (``R_n``), ``ess``, ``ess_start``, ``gamma`` and ``gamma_initial`` (``R_eff / R_n`` after and before ARM's
+    generate loop), ``n_generate``, ``acceptance``, ``step_size``, ``n_moves``, ``resampled``; per run (dim
+    ``run``): ``run_log_z``, ``run_ideal_se``. attrs: algorithm, sequence, label, kernel, base particles, settings.
 particles
     Final particles as constrained model variables (path, ...) with their ``log_weight``: weighted draws of
     the posterior (resample by ``exp(log_weight)`` to get equally weighted ones).
@@ -38,7 +44,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .records import BidirectionalRecord, EvidenceEstimate, TemperingTrace, WorkRecord
+from .records import BidirectionalRecord, EvidenceEstimate, SMCRecord, TemperingTrace, WorkRecord
 
 __all__ = ["EvidenceResult", "make_result", "load"]
 
@@ -226,6 +232,31 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
+def _smc_dataset(record: SMCRecord, diagnostics: dict) -> xr.Dataset:
+    stage = np.arange(record.run.size)
+    names = (
+        "run", "position", "position_from", "log_increment", "n_particles", "ess", "ess_start", "gamma",
+        "gamma_initial", "n_generate", "acceptance", "step_size", "n_moves", "resampled",
+    )  # fmt: skip
+    data = {name: (("stage",), np.asarray(getattr(record, name))) for name in names}
+    data["resampled"] = (("stage",), record.resampled.astype(np.int8))
+    data["run_log_z"] = (("run_index",), record.run_log_z())
+    data["run_ideal_se"] = (("run_index",), np.sqrt(record.run_ideal_variance()))
+    attrs = {
+        "algorithm": record.algorithm,
+        "sequence": record.sequence,
+        "label": record.label,
+        "kernel": record.kernel,
+        "log_z0": record.log_z0,
+        "n_runs": record.n_runs,
+        "n_base_particles": record.n_base_particles,
+        "mean_particles": float(np.mean(record.n_particles)),
+        "tuning": _netcdf_attr(record.tuning),
+    }
+    coords = {"stage": stage, "run_index": np.arange(record.n_runs)}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
 def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
     data = {"log_weight": (("path",), np.asarray(log_weights, dtype=float))}
     for name, values in particles.items():
@@ -238,7 +269,7 @@ def _particles_dataset(particles: dict, log_weights) -> xr.Dataset:
 def make_result(
     estimate: EvidenceEstimate,
     *,
-    record: WorkRecord | BidirectionalRecord | TemperingTrace | None = None,
+    record: WorkRecord | BidirectionalRecord | TemperingTrace | SMCRecord | None = None,
     particles: dict | None = None,
     attrs: dict | None = None,
     rng: np.random.Generator | None = None,
@@ -271,6 +302,8 @@ def make_result(
     }
     if isinstance(record, TemperingTrace):
         groups["tempering"] = _tempering_dataset(record, estimate.diagnostics)
+    elif isinstance(record, SMCRecord):
+        groups["smc"] = _smc_dataset(record, estimate.diagnostics)
     elif record is not None:
         groups["work"], groups["schedule"] = _work_datasets(record)
     if record is not None and particles is not None:

@@ -139,16 +139,21 @@ class RBMGibbs(_RBMKernel):
         self.order = order
         self.n_sweeps = int(n_sweeps)
 
-    def sweep(self, rng, v, beta):
-        """One heat-bath sweep of the visible states ``v (n, nv)`` (modified in place and returned)."""
+    def sweep(self, rng, v, beta, units=None):
+        """One heat-bath sweep of the visible states ``v (n, nv)`` (modified in place and returned).
+
+        ``units``: visit only these visible units (default: all). Units outside it keep their values; with
+        those values 0 and ``beta = 1`` this is the heat bath of the RBM restricted to ``units`` (the unit-by-unit
+        SMC sequence, :mod:`pmz.sequences.rbm_units`).
+        """
         n = v.shape[0]
         bcol = _column(beta, n)
         brow = bcol if bcol.ndim == 0 else bcol[:, 0]
         g = self.b + v @ self.W
         sp = softplus(g)
         noise = _logistic_noise(rng, (n, self.n_visible))
-        units = rng.permutation(self.n_visible) if self.order == "random" else range(self.n_visible)
-        for i in units:
+        units = np.arange(self.n_visible) if units is None else np.asarray(units, dtype=np.int64)
+        for i in rng.permutation(units) if self.order == "random" else units:
             w = self.W[i]
             on = v[:, i]
             sign = 1.0 - 2.0 * on  # +1: the flip switches v_i on, -1: off

@@ -147,7 +147,8 @@ class CompiledModel:
         self._build_graphs()
 
     # ---------------------------------------------------------------- graphs
-    def _single_point_graphs(self):
+    def _terms(self):
+        """(prior terms, likelihood terms): free RVs | observed RVs, with the potentials where they belong."""
         model = self.model
         prior_terms = list(model.free_RVs)
         lik_terms = list(model.observed_RVs)
@@ -155,11 +156,21 @@ class CompiledModel:
             lik_terms += list(model.potentials)
         else:
             prior_terms += list(model.potentials)
-        x = pt.vector("x", dtype="float64")
+        return prior_terms, lik_terms
+
+    def _value_replacements(self, x):
+        """Each value variable as a slice of the flat vector ``x`` (cast to its dtype)."""
         replace = {}
-        for block, value_var in zip(self.layout.blocks, model.value_vars):
+        for block, value_var in zip(self.layout.blocks, self.model.value_vars):
             piece = x[block.start : block.stop].reshape(block.shape) if block.shape else x[block.start]
             replace[value_var] = piece.astype(value_var.dtype)
+        return replace
+
+    def _single_point_graphs(self):
+        model = self.model
+        prior_terms, lik_terms = self._terms()
+        x = pt.vector("x", dtype="float64")
+        replace = self._value_replacements(x)
         log_prior = model.logp(vars=prior_terms, jacobian=True, sum=True)
         log_lik = model.logp(vars=lik_terms, sum=True) if lik_terms else pt.constant(0.0, dtype="float64")
         log_prior, log_lik = graph_replace([log_prior, log_lik], replace, strict=False)
@@ -197,17 +208,89 @@ class CompiledModel:
             self._fn_grad = self._compile([self._lp, self._ll, g_lp, g_ll])
         return self._fn_grad
 
+    # ---------------------------------------------------------------- observation terms (data annealing)
+    def _build_term_graphs(self):
+        """The likelihood as a vector of terms ``l(x)`` (every element of every observed RV's elementwise log
+        density, then of every tempered ``pm.Potential``, raveled in C order), and the weighted sum
+        ``sum_i w_i l_i(x)`` for a weight vector ``w`` (data annealing: ``w`` = 1 on the included terms)."""
+        model = self.model
+        _, lik_terms = self._terms()
+        if not lik_terms:
+            raise ModelSpecificationError("pmz: the model has no observed variables (nothing to anneal in)")
+        x = pt.vector("x", dtype="float64")
+        terms = model.logp(vars=lik_terms, jacobian=True, sum=False)
+        terms = graph_replace(terms, self._value_replacements(x), strict=False)
+        terms = _checks_to_switches(terms)
+        vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
+        sizes = pytensor.function([x], [pt.as_tensor(t).size for t in terms], on_unused_input="ignore")(
+            np.zeros(self.dim)
+        )
+        self.term_names = [t.name or f"term_{i}" for i, t in enumerate(lik_terms)]
+        self.term_sizes = [int(n) for n in sizes]
+        self.n_terms = int(sum(self.term_sizes))
+        X = self._X
+        w = pt.vector("w", dtype="float64")
+        (L,) = vectorize_graph([vector], replace={x: X})
+        self._terms_X, self._w = L, w
+        self._lp_w, self._U_w = self._lp, pt.dot(L, w) + pt.zeros((X.shape[0],), dtype="float64")
+
+    def _compile_with_weights(self, outputs):
+        mode = self.mode
+        if mode in (None, "FAST_RUN"):
+            mode = get_mode(mode).including(REWRITE_TAG)
+        with self.model:
+            return _compile_pymc([self._X, self._w], outputs, mode=mode, on_unused_input="ignore")
+
+    def _term_functions(self, which):
+        if getattr(self, "_fn_terms", None) is None:
+            self._build_term_graphs()
+            self._fn_terms = {}
+        if which not in self._fn_terms:
+            if which == "terms":
+                with self.model:
+                    fn = _compile_pymc([self._X], [self._terms_X], mode=self.mode, on_unused_input="ignore")
+            elif which == "weighted":
+                fn = self._compile_with_weights([self._lp_w, self._U_w])
+            else:
+                g_lp = pytensor.grad(self._lp_w.sum(), self._X, disconnected_inputs="ignore")
+                g_U = pytensor.grad(self._U_w.sum(), self._X, disconnected_inputs="ignore")
+                fn = self._compile_with_weights([self._lp_w, self._U_w, g_lp, g_U])
+            self._fn_terms[which] = fn
+        return self._fn_terms[which]
+
+    def log_likelihood_terms(self, X) -> np.ndarray:
+        """The likelihood's terms at a batch: ``X (n, dim) -> (n, n_terms)`` (see :attr:`term_names`,
+        :attr:`term_sizes`); their row sums are the log likelihood."""
+        (L,) = self._blocked(self._term_functions("terms"), X, 1)
+        self.n_logp_evals += L.shape[0]
+        return L
+
+    def log_densities_weighted(self, X, weights, *, grad: bool = False):
+        """Log prior and the weighted log likelihood ``sum_i w_i l_i(x)`` (and their gradients if ``grad``):
+        ``-> (log_prior, U_w[, grad_log_prior, grad_U_w])`` for ``X (n, dim)`` and ``weights (n_terms,)``."""
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        fn = self._term_functions("weighted_grad" if grad else "weighted")
+        if w.shape != (self.n_terms,):
+            raise ValueError(f"weights must have shape ({self.n_terms},), got {w.shape}")
+        out = self._blocked(fn, X, 4 if grad else 2, w)
+        if grad:
+            self.n_grad_evals += out[0].shape[0]
+        else:
+            self.n_logp_evals += out[0].shape[0]
+        return out
+
     # ---------------------------------------------------------------- evaluation
-    def _blocked(self, fn, X, n_out):
+    def _blocked(self, fn, X, n_out, *extra):
+        """``fn(X, *extra)`` evaluated in blocks of :attr:`block_size` rows (each block one vectorised call)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.dim:
             raise ValueError(f"particles must have shape (n, {self.dim}), got {X.shape}")
         n = X.shape[0]
         if n <= self.block_size:
-            return [np.asarray(o) for o in fn(X)]
+            return [np.asarray(o) for o in fn(X, *extra)]
         outs = [[] for _ in range(n_out)]
         for start in range(0, n, self.block_size):
-            for store, o in zip(outs, fn(X[start : start + self.block_size])):
+            for store, o in zip(outs, fn(X[start : start + self.block_size], *extra)):
                 store.append(np.array(o))
         return [np.concatenate(o) for o in outs]
 

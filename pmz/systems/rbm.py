@@ -291,6 +291,8 @@ def energy_model(rbm: RBM, base_means, *, space: str = "visible", kernel=None, n
             raise ValueError(f"kernel {kernel!r} is not available in {space} space; choose one of {sorted(kernels)}")
         kernel = kernels[kernel](rbm.W, rbm.a, rbm.b, base.means[:nv])
     model = EnergyModel(log_density, base, kernel=kernel, name=name or f"rbm {nv}x{nh} ({space})")
+    if space == "visible":
+        model.rbm = rbm  # the unit-by-unit SMC sequence (sequence="units") needs the weights
     if min(nv, nh) <= EXACT_SAMPLING_MAX_UNITS:  # exact draws of p1 for reverse annealing (pmz.evidence)
 
         def sample_target(rng, n):

@@ -1,0 +1,312 @@
+"""Resample-move sequential Monte Carlo and the adaptive resample-move algorithm (ARM) of Fraccaro, Paquet & Winther,
+over any :class:`~pmz.sequences.base.SMCSequence`, recorded as an :class:`~pmz.records.SMCRecord`.
+
+One stage of a run, from position ``t`` to ``t' = sequence.next_position(t, ...)`` (METHODS.md section 10):
+
+1. **anticipate** (``"arm_anticipate"`` only): with the look-ahead weights ``w~ ∝ Wbar W``, a particle with
+   ``c = floor(R w~) > 1`` is split into ``c`` copies of weight ``Wbar / c`` (so the move spreads them out where
+   the next distribution puts its mass);
+2. **move**: ``n_steps`` batched kernel steps invariant for ``p_t`` (none at the first stage, whose particles are
+   exact draws); the kernel's scale is the weighted particle sd and its step size follows the acceptance rate
+   (``log eps += gain (acceptance - target)`` after every step), as PyMC's and BlackJAX's SMC tune from the cloud;
+3. **smooth**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
+   ``Z_{t'} / Z_t`` is ``sum_r Wbar_r W_r``;
+4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` and fewer than ``max_generate`` rounds, add
+   a block of particles that target ``p_t`` -- the last block copied and moved ``n_steps`` more steps (``"arm"``,
+   ``"arm_anticipate"``), or ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the
+   sequence, burnt in by ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of
+   ``p_{t_0}`` -- and pool all blocks, block ``b`` of
+   ``n_b`` particles getting total weight ``n_b / R_n`` (ARM Proposition 1); ``R_eff`` is the Kish ESS of
+   ``Wbar W`` over the pool;
+5. **resample**: ARM resamples back to ``R`` at every stage; resample-move (``"rm"``) when the ESS of the
+   accumulated weights falls below ``resample_threshold * R_n``;
+6. **augment**: the components ``p_{t'}`` adds are drawn from their exact conditional.
+
+``log Z = log Z_{t_0} + sum_stages log(sum_r Wbar_r W_r)``. Several independent runs (``n_runs``) are made one
+after the other, each vectorised over its particles (one batched log-density call per kernel step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..families.base import LogDensityParts
+from ..kernels.base import KernelParams, ParticleState
+from ..kernels.tuning import _weighted_scale
+from ..progress import progress_bar
+from ..records import SMCRecord
+from ..weights import ess, logsumexp
+from .resampling import RESAMPLING_SCHEMES, resample
+
+__all__ = ["ALGORITHMS", "run_smc"]
+
+ALGORITHMS = ("rm", "arm", "arm_anticipate", "arm_reseed")
+_FIELDS = (
+    "log_increment",
+    "run",
+    "position",
+    "position_from",
+    "n_particles",
+    "ess",
+    "ess_start",
+    "gamma",
+    "gamma_initial",
+    "n_generate",
+    "acceptance",
+    "step_size",
+    "n_moves",
+    "resampled",
+)
+
+
+def _normalise(log_w):
+    log_w = np.where(np.isnan(log_w), -np.inf, log_w)
+    return log_w - logsumexp(log_w)
+
+
+def _concat(states):
+    if len(states) == 1:
+        return states[0]
+    join = lambda name: (  # noqa: E731
+        None if getattr(states[0].parts, name) is None else np.concatenate([getattr(s.parts, name) for s in states])
+    )
+    parts = LogDensityParts(join("log_f0"), join("U"), join("grad_log_f0"), join("grad_U"))
+    return ParticleState(np.concatenate([s.x for s in states]), parts)
+
+
+class _Mover:
+    """Moves particles with the sequence's kernel, tuning the kernel from the particle cloud.
+
+    ``scale`` is the weighted per-coordinate sd of the particles at the stage's start; the step size adapts after
+    every step, ``log eps += gain (mean acceptance - target)``, and carries over to the next stage.
+    """
+
+    def __init__(self, sequence, *, n_steps, tune, gain=1.0):
+        self.sequence = sequence
+        self.kernel = sequence.kernel
+        self.n_steps = int(n_steps)
+        self.tune = bool(tune) and self.kernel.tunable
+        self.gain = float(gain)
+        self.params = self.kernel.default_params(sequence.dim)
+        self.log_eps = float(np.log(self.params.step_size)) if self.kernel.tunable else np.nan
+        self.n_moves = 0
+        self.accept = []
+
+    def fit(self, state, log_w):
+        """Scale from the weighted cloud (tunable kernels)."""
+        if self.tune:
+            scale = _weighted_scale(state.x, log_w)
+            self.params = KernelParams(float(np.exp(self.log_eps)), scale, self.params.n_leapfrog)
+
+    def move(self, rng, state, t, n_steps=None):
+        for _ in range(self.n_steps if n_steps is None else int(n_steps)):
+            state, info = self.sequence.move(rng, state, t, self.params)
+            acceptance = float(np.mean(info.acceptance))
+            self.accept.append(acceptance)
+            self.n_moves += state.x.shape[0]
+            if self.tune:
+                self.log_eps = float(np.clip(self.log_eps + self.gain * (acceptance - self.kernel.target_acceptance), -12, 3))
+                self.params = KernelParams(float(np.exp(self.log_eps)), self.params.scale, self.params.n_leapfrog)
+        return state
+
+    def stage_stats(self):
+        """(mean acceptance, particle moves) since the last call."""
+        acc = float(np.mean(self.accept)) if self.accept else np.nan
+        moves, self.accept, self.n_moves = self.n_moves, [], 0
+        return acc, moves
+
+
+def _split(state, log_w, log_W_ahead, R):
+    """ARM-anticipate: particle ``r`` becomes ``max(1, floor(R w~_r))`` copies, each with weight ``Wbar_r / c_r``."""
+    look_ahead = np.exp(_normalise(log_w + log_W_ahead))
+    copies = np.maximum(1, np.floor(R * look_ahead)).astype(np.int64)
+    index = np.repeat(np.arange(copies.size), copies)
+    return state.take(index), np.repeat(_normalise(log_w) - np.log(copies), copies)
+
+
+def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_stages):
+    """One SMC run; appends one dict per stage to ``rows``; returns (final state, final log weights, log Z)."""
+    state = sequence.start(rng, R)
+    log_w = np.zeros(R)
+    t = float(sequence.t_start)
+    begins_block = True
+    ess_start = float(R)
+    log_z = float(sequence.log_z0)
+    for stage in range(max_stages):
+        if t >= sequence.t_end:
+            break
+        t_new = float(sequence.next_position(t, state, log_w))
+        if not t_new > t:
+            raise RuntimeError(f"pmz: the sequence did not advance from position {t} (next {t_new})")
+        if stage > 0 and algorithm == "arm_anticipate":
+            log_W_ahead, _ = sequence.log_increment(state, t, t_new)
+            state, log_w = _split(state, log_w, log_W_ahead, R)
+        mover.fit(state, log_w)
+        if stage > 0:  # the first particles are exact draws of p_{t_0}
+            state = mover.move(rng, state, t)
+        log_W, state_new = sequence.log_increment(state, t, t_new)
+        blocks = [(state, state_new, _normalise(log_w), log_W)]
+
+        def pooled():
+            n_total = sum(b[0].x.shape[0] for b in blocks)
+            lw = np.concatenate([np.log(b[0].x.shape[0] / n_total) + b[2] for b in blocks])
+            return n_total, lw, np.concatenate([b[3] for b in blocks])
+
+        n_pool, pool_lw, pool_W = pooled()
+        gamma_initial = gamma = ess(pool_lw + pool_W) / n_pool
+        n_generate = 0
+        while algorithm != "rm" and gamma < opts["gamma_threshold"] and n_generate < opts["max_generate"]:
+            if stage == 0:  # exact draws of p_{t_0} are the best particles to add
+                new = sequence.start(rng, R)
+                new_lw = np.full(R, -np.log(R))
+            elif algorithm == "arm_reseed":
+                size = max(int((1 - gamma / opts["gamma_threshold"]) * R), int(opts["min_reseed"]))
+                new = mover.move(rng, sequence.fresh(rng, size, t), t, n_steps=opts["reseed_steps"])
+                new_lw = np.full(size, -np.log(size))
+            else:  # copy the last block and move it on
+                new = mover.move(rng, blocks[-1][0], t)
+                new_lw = blocks[-1][2]
+            new_W, new_state_new = sequence.log_increment(new, t, t_new)
+            blocks.append((new, new_state_new, new_lw, new_W))
+            n_pool, pool_lw, pool_W = pooled()
+            gamma = ess(pool_lw + pool_W) / n_pool
+            n_generate += 1
+        if begins_block:
+            ess_start = ess(pool_lw)
+        post = pool_lw + pool_W
+        log_increment = float(logsumexp(post))
+        log_z += log_increment
+        ess_after = ess(post)
+        state = _concat([b[1] for b in blocks])
+        last = t_new >= sequence.t_end
+        resampled = algorithm != "rm" or ess_after < opts["resample_threshold"] * n_pool
+        if resampled:
+            state = state.take(resample(rng, post, R, opts["resampling"]))
+            log_w = np.zeros(R)
+        else:
+            log_w = post
+        state = sequence.augment(rng, state, t, t_new)
+        acceptance, n_moves = mover.stage_stats()
+        rows.append(
+            dict(
+                log_increment=log_increment,
+                run=run,
+                position=t_new,
+                position_from=t,
+                n_particles=n_pool,
+                ess=ess_after,
+                ess_start=ess_start,
+                gamma=gamma,
+                gamma_initial=gamma_initial,
+                n_generate=n_generate,
+                acceptance=acceptance,
+                step_size=float(np.exp(mover.log_eps)) if mover.tune else np.nan,
+                n_moves=n_moves,
+                resampled=resampled or last,
+            )
+        )
+        begins_block = resampled
+        bar.update(t_new - t)
+        t = t_new
+    else:
+        raise RuntimeError(f"pmz: SMC did not reach the end of the sequence in {max_stages} stages (at {t})")
+    return state, log_w, log_z
+
+
+def run_smc(
+    sequence,
+    *,
+    rng: np.random.Generator,
+    n_particles: int = 1000,
+    n_runs: int = 4,
+    algorithm: str = "rm",
+    n_steps: int = 5,
+    resampling: str = "systematic",
+    resample_threshold: float = 0.8,
+    gamma_threshold: float = 0.7,
+    max_generate: int = 10,
+    min_reseed: int = 100,
+    reseed_steps: int = 20,
+    tune: bool = True,
+    keep_final: bool = True,
+    progressbar: bool = True,
+    max_stages: int = 100_000,
+) -> SMCRecord:
+    """Run ``n_runs`` independent SMC runs of ``algorithm`` over ``sequence`` (see the module docstring).
+
+    Parameters
+    ----------
+    sequence : SMCSequence
+    rng : numpy.random.Generator
+        Spawned into one stream per run.
+    n_particles : int
+        Base particle count ``R`` (particles after each resampling).
+    n_runs : int
+        Independent runs (their spread gives the between-run standard error).
+    algorithm : {"rm", "arm", "arm_anticipate", "arm_reseed"}
+    n_steps : int
+        Kernel steps per stage (and per generated block).
+    resampling : {"systematic", "residual", "stratified", "multinomial"}
+    resample_threshold : float
+        ``"rm"`` resamples when the ESS falls below this fraction of the particles.
+    gamma_threshold, max_generate : float, int
+        ARM's ``gamma_thr`` (0.7) and ``i_max``.
+    min_reseed, reseed_steps : int
+        ARM-reseed: the least number of fresh particles per round, and their burn-in moves.
+    tune : bool
+        Tune the kernel's scale and step size from the particle cloud.
+    keep_final : bool
+        Keep every run's final particles in the record (with log weights that pool the runs).
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"pmz: unknown SMC algorithm {algorithm!r}; choose one of {ALGORITHMS}")
+    if resampling not in RESAMPLING_SCHEMES:
+        raise ValueError(f"pmz: unknown resampling scheme {resampling!r}; choose one of {sorted(RESAMPLING_SCHEMES)}")
+    if not 0 < resample_threshold <= 1:
+        raise ValueError(f"pmz: resample_threshold must lie in (0, 1], got {resample_threshold!r}")
+    if not 0 < gamma_threshold <= 1:
+        raise ValueError(f"pmz: gamma_threshold must lie in (0, 1], got {gamma_threshold!r}")
+    R, n_runs = int(n_particles), int(n_runs)
+    if R < 2 or n_runs < 1:
+        raise ValueError(f"pmz: need n_particles >= 2 and n_runs >= 1, got {R} and {n_runs}")
+    opts = dict(
+        resampling=resampling,
+        resample_threshold=float(resample_threshold),
+        gamma_threshold=float(gamma_threshold),
+        max_generate=int(max_generate),
+        min_reseed=int(min_reseed),
+        reseed_steps=int(reseed_steps),
+    )
+    evals0, grads0 = sequence.n_logp_evals, sequence.n_grad_evals
+    rows, finals = [], []
+    span = float(sequence.t_end - sequence.t_start)
+    desc = "ARM" if algorithm != "rm" else "SMC"
+    with progress_bar(total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar) as bar:
+        for run, stream in enumerate(rng.spawn(n_runs)):
+            mover = _Mover(sequence, n_steps=n_steps, tune=tune)
+            state, log_w, log_z = _one_run(
+                sequence, stream, run=run, R=R, algorithm=algorithm, mover=mover, opts=opts, rows=rows, bar=bar,
+                max_stages=max_stages,
+            )
+            finals.append((state.x, _normalise(log_w) + log_z))
+    final_x = final_log_w = None
+    if keep_final:
+        final_x = np.concatenate([x for x, _ in finals])
+        final_log_w = np.concatenate([lw for _, lw in finals])
+        final_log_w = final_log_w - logsumexp(final_log_w)
+    columns = {name: np.array([row[name] for row in rows]) for name in _FIELDS}
+    return SMCRecord(
+        **columns,
+        log_z0=float(sequence.log_z0),
+        n_runs=n_runs,
+        n_base_particles=R,
+        algorithm=algorithm,
+        sequence=sequence.name,
+        label=sequence.label,
+        kernel=sequence.kernel.name,
+        final_x=final_x,
+        final_log_weights=final_log_w,
+        n_logp_evals=sequence.n_logp_evals - evals0,
+        n_grad_evals=sequence.n_grad_evals - grads0,
+        tuning={**opts, "n_steps": int(n_steps), "tune": bool(tune), **sequence.describe()},
+    )
