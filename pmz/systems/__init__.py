@@ -7,7 +7,9 @@
 * the Gaussian toy of Habeck (2017) with exact forward and reverse work;
 * for simulated tempering: a two-Gaussian mixture energy model in R^dim with exact log Z
   (``gaussian_mixture``) and a 2-D PyMC mixture model with two exchangeable posterior modes and log p(y) by
-  quadrature (``bimodal_posterior``).
+  quadrature (``bimodal_posterior``);
+* a 50-dimensional hierarchical normal model with known variances and exact log evidence
+  (``hierarchical_normal``).
 """
 
 from .bimodal import bimodal_posterior
@@ -21,6 +23,7 @@ from .conjugate import (
     poisson_gamma,
 )
 from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
+from .hierarchical import hierarchical_normal, hierarchical_normal_log_evidence
 from .ising import ising
 from .mixture import gaussian_mixture
 from .potts import potts
@@ -42,4 +45,6 @@ __all__ = [
     "nig_regression",
     "beta_binomial",
     "poisson_gamma",
+    "hierarchical_normal",
+    "hierarchical_normal_log_evidence",
 ]
