@@ -41,7 +41,7 @@ import numpy as np
 
 from ..kernels.base import Kernel, KernelInfo, ParticleState
 
-__all__ = ["SMCSequence"]
+__all__ = ["SMCSequence", "resolve_order"]
 
 
 class SMCSequence:
@@ -89,15 +89,37 @@ class SMCSequence:
     def fresh(self, rng: np.random.Generator, n: int, t: float) -> ParticleState:
         raise NotImplementedError
 
+    #: the object whose evaluation counters the sequence reports (a family or compiled model), if any
+    evaluator = None
+
     @property
     def n_logp_evals(self) -> int:
         """Particle log-density evaluations (value only) so far, where the sequence counts them."""
-        return 0
+        return 0 if self.evaluator is None else self.evaluator.n_logp_evals
 
     @property
     def n_grad_evals(self) -> int:
-        return 0
+        return 0 if self.evaluator is None else self.evaluator.n_grad_evals
 
     def describe(self) -> dict:
         """Settings of the sequence stored with the result (order of data or units, schedule rule, ...)."""
         return {}
+
+
+def resolve_order(order, n: int, rng=None, *, named=None, what: str = "order") -> np.ndarray:
+    """An order of ``n`` items: ``"given"`` (0..n-1), ``"random"`` (a permutation drawn from ``rng``), a name in
+    ``named`` (``{name: array}``), or a permutation array (validated)."""
+    choices = {"given": None, "random": None, **(named or {})}
+    if isinstance(order, str):
+        if order not in choices:
+            raise ValueError(f"pmz: {what} must be one of {sorted(choices)} or a permutation array, got {order!r}")
+        if order == "given":
+            order = np.arange(n)
+        elif order == "random":
+            order = (rng if rng is not None else np.random.default_rng()).permutation(n)
+        else:
+            order = choices[order]
+    order = np.asarray(order)
+    if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+        raise ValueError(f"pmz: {what} must be a permutation of range({n})")
+    return order.astype(np.int64)

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.base import LogDensityParts, TemperedFamily
+from ..families.base import LogDensityParts, ModelFamily
 from ..kernels.base import ParticleState
 from ..model.reference import PriorReference
 from ..weights import logsumexp
-from .base import SMCSequence
+from .base import SMCSequence, resolve_order
 
 __all__ = ["DataAnnealingSequence", "PartialLikelihood"]
 
 
-class PartialLikelihood(TemperedFamily):
+class PartialLikelihood(ModelFamily):
     """``log f0`` = log prior, ``U`` = the weighted log likelihood ``sum_i w_i l_i(x)``: the data-annealing
     distribution with weights ``w`` as a family at beta = 1 (so every pmz kernel moves it unchanged)."""
 
@@ -35,20 +35,11 @@ class PartialLikelihood(TemperedFamily):
     log_z0 = 0.0
 
     def __init__(self, compiled, weights):
-        self.compiled = compiled
-        self.dim = compiled.dim
+        super().__init__(compiled)
         self.weights = np.asarray(weights, dtype=np.float64)
 
     def parts(self, X, *, grad=False):
         return LogDensityParts(*self.compiled.log_densities_weighted(X, self.weights, grad=grad))
-
-    @property
-    def n_logp_evals(self):
-        return self.compiled.n_logp_evals
-
-    @property
-    def n_grad_evals(self):
-        return self.compiled.n_grad_evals
 
 
 class DataAnnealingSequence(SMCSequence):
@@ -80,7 +71,7 @@ class DataAnnealingSequence(SMCSequence):
             )
         if compiled.potentials == "prior" and compiled.model.potentials:
             raise ValueError("pmz: data annealing needs the pm.Potential terms in the likelihood (potentials='likelihood')")
-        self.compiled = compiled
+        self.compiled = self.evaluator = compiled
         self.kernel = kernel
         self.prior = PriorReference(compiled)
         self.dim = compiled.dim
@@ -89,17 +80,7 @@ class DataAnnealingSequence(SMCSequence):
         n = compiled.n_terms
         self.n_terms = n
         self.t_start, self.t_end = 0.0, float(n)
-        if isinstance(order, str):
-            if order == "given":
-                order = np.arange(n)
-            elif order == "random":
-                order = (rng if rng is not None else np.random.default_rng()).permutation(n)
-            else:
-                raise ValueError(f"pmz: order must be 'random', 'given' or a permutation array, got {order!r}")
-        order = np.asarray(order)
-        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
-            raise ValueError(f"pmz: order must be a permutation of range({n}) (one entry per likelihood term)")
-        self.order = order.astype(np.int64)
+        self.order = resolve_order(order, n, rng, what="order (of the likelihood terms)")
         if not (obs_per_stage == "adaptive" or (isinstance(obs_per_stage, int | np.integer) and obs_per_stage >= 1)):
             raise ValueError(f"pmz: obs_per_stage must be a positive integer or 'adaptive', got {obs_per_stage!r}")
         self.obs_per_stage = obs_per_stage
@@ -151,14 +132,6 @@ class DataAnnealingSequence(SMCSequence):
 
     def fresh(self, rng, n, t):
         return self._state(self.prior.sample(rng, n), t)
-
-    @property
-    def n_logp_evals(self):
-        return self.compiled.n_logp_evals
-
-    @property
-    def n_grad_evals(self):
-        return self.compiled.n_grad_evals
 
     def describe(self):
         return {

@@ -27,7 +27,7 @@ import numpy as np
 from ..families.base import LogDensityParts
 from ..kernels.base import KernelInfo, ParticleState
 from ..kernels.rbm import RBMGibbs, softplus
-from .base import SMCSequence
+from .base import SMCSequence, resolve_order
 
 __all__ = ["RBMUnitSequence", "UNIT_ORDERS"]
 
@@ -67,19 +67,8 @@ class RBMUnitSequence(SMCSequence):
         self.log_z0 = float(np.sum(softplus(self.b)))
         self.t_start, self.t_end = 0.0, float(nv)
         self.n_sweeps = int(n_sweeps)
-        if isinstance(order, str):
-            if order == "variance":
-                order = np.argsort(-(p0 * (1 - p0)), kind="stable")
-            elif order == "given":
-                order = np.arange(nv)
-            elif order == "random":
-                order = (rng if rng is not None else np.random.default_rng()).permutation(nv)
-            else:
-                raise ValueError(f"pmz: unit_order must be one of {UNIT_ORDERS} or a permutation array, got {order!r}")
-        order = np.asarray(order)
-        if order.shape != (nv,) or not np.array_equal(np.sort(order), np.arange(nv)):
-            raise ValueError(f"pmz: unit_order must be a permutation of range({nv})")
-        self.order = order.astype(np.int64)
+        most_variable_first = np.argsort(-(p0 * (1 - p0)), kind="stable")
+        self.order = resolve_order(order, nv, rng, named={"variance": most_variable_first}, what="unit_order")
 
     @classmethod
     def from_energy_model(cls, model, **kwargs) -> "RBMUnitSequence":

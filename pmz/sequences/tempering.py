@@ -36,7 +36,7 @@ class TemperingSequence(SMCSequence):
     label = "beta"
 
     def __init__(self, family, kernel, *, schedule=None, cess_target: float = 0.9):
-        self.family = family
+        self.family = self.evaluator = family
         self.kernel = kernel
         self.dim = family.dim
         self.log_z0 = float(family.log_z0)
@@ -65,14 +65,6 @@ class TemperingSequence(SMCSequence):
 
     def fresh(self, rng, n, t):
         return self.start(rng, n)
-
-    @property
-    def n_logp_evals(self):
-        return self.family.n_logp_evals
-
-    @property
-    def n_grad_evals(self):
-        return self.family.n_grad_evals
 
     def describe(self):
         if self.schedule is None:
