@@ -280,3 +280,16 @@ def test_smc_option_errors():
         _quiet_evidence(ising.model, method="smc", sequence="data")
     with pytest.raises(ValueError, match="RBM energy model"):
         _quiet_evidence(ising.model, method="smc", sequence="units")
+
+
+def test_arm_on_probit_gp_sequence_matches_exact_evidence():
+    """A sequence object with no PyMC model: probit GP classification of 8 digits in the z-representation."""
+    from pmz.sequences import ProbitGPSequence
+
+    truth = pmz.systems.gp_classification(8)
+    problem = pmz.systems.digits_gp_problem(8)
+    res = pmz.evidence(method="arm", sequence=ProbitGPSequence(problem.K, problem.y, order="random", seed=0),
+                       random_seed=1, progressbar=False, n_particles=1000, n_steps=1)
+    assert res.log_z_se < 0.03
+    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
+    assert res.smc.attrs["sequence"] == "probit_gp" and res.smc.attrs["label"] == "n_points"

@@ -9,7 +9,9 @@
   (``gaussian_mixture``) and a 2-D PyMC mixture model with two exchangeable posterior modes and log p(y) by
   quadrature (``bimodal_posterior``);
 * a 50-dimensional hierarchical normal model with known variances and exact log evidence
-  (``hierarchical_normal``).
+  (``hierarchical_normal``);
+* probit GP classification on two digit classes of scikit-learn's digits (``gp_classification``,
+  ``digits_gp_problem``): exact evidence (an orthant probability) for up to 12 points, EP beyond.
 """
 
 from .bimodal import bimodal_posterior
@@ -23,6 +25,8 @@ from .conjugate import (
     poisson_gamma,
 )
 from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
+from .gp_classification import digits_gp_problem, gp_classification, load_digits_gp, probit_gp_model
+from .probit_evidence import probit_log_evidence_ep, probit_log_evidence_exact, probit_log_evidence_laplace
 from .hierarchical import hierarchical_normal, hierarchical_normal_log_evidence
 from .ising import ising
 from .mixture import gaussian_mixture
@@ -47,4 +51,11 @@ __all__ = [
     "poisson_gamma",
     "hierarchical_normal",
     "hierarchical_normal_log_evidence",
+    "gp_classification",
+    "digits_gp_problem",
+    "load_digits_gp",
+    "probit_gp_model",
+    "probit_log_evidence_exact",
+    "probit_log_evidence_ep",
+    "probit_log_evidence_laplace",
 ]

@@ -1,0 +1,17 @@
+"""Sequences of distributions for sequential Monte Carlo (the contract is in :mod:`pmz.sequences.base`)."""
+
+from .base import SMCSequence, resolve_order
+from .data import DataAnnealingSequence, PartialLikelihood
+from .probit_gp import ProbitGPSequence
+from .rbm_units import RBMUnitSequence
+from .tempering import TemperingSequence
+
+__all__ = [
+    "SMCSequence",
+    "resolve_order",
+    "TemperingSequence",
+    "DataAnnealingSequence",
+    "PartialLikelihood",
+    "RBMUnitSequence",
+    "ProbitGPSequence",
+]
