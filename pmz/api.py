@@ -12,7 +12,7 @@ import numpy as np
 import pymc as pm
 
 from .families import GeometricPath, PowerPosterior
-from .kernels import KERNELS, Kernel
+from .kernels import KERNELS, GPRiemannianHMC, Kernel
 from .kernels.gibbs import MixedKernel, SiteGibbs
 from .model.energy import EnergyFamily, EnergyModel
 from .model.pymc import CompiledModel, ModelSpecificationError
@@ -107,10 +107,16 @@ def _make_kernel(options, target) -> Kernel:
     ``"auto"``: HMC for continuous PyMC models; site-by-site Gibbs on the discrete variables composed with HMC
     on the continuous ones for mixed models (Gibbs alone when every free variable is discrete); an energy
     model's own kernel, else Gibbs for discrete states, HMC with gradients, random-walk Metropolis without.
+    ``"rmhmc"``: Riemannian-manifold HMC for a PyMC Gaussian-process model (structure detected by
+    :func:`pmz.model.gp.gp_structure`, which names what is missing otherwise).
     """
     kernel = options["kernel"]
     if isinstance(kernel, Kernel):
         return kernel
+    if kernel == "rmhmc":
+        if isinstance(target, EnergyModel):
+            raise ValueError("pmz: kernel 'rmhmc' needs a PyMC Gaussian-process model (pm.gp.Latent or pm.MvNormal)")
+        return GPRiemannianHMC.from_model(target.model, n_leapfrog=options["n_leapfrog"])
     if isinstance(target, EnergyModel):
         if kernel == "auto":
             if target.kernel is not None:

@@ -2,6 +2,7 @@
 
 from .base import Kernel, KernelInfo, KernelParams, ParticleState
 from .hmc import HamiltonianMC
+from .rmhmc import GPRiemannianHMC
 from .rwmh import RandomWalkMetropolis
 from .tuning import TuningResult, tune_along_schedule
 
@@ -13,6 +14,7 @@ __all__ = [
     "KernelParams",
     "ParticleState",
     "HamiltonianMC",
+    "GPRiemannianHMC",
     "RandomWalkMetropolis",
     "TuningResult",
     "tune_along_schedule",

@@ -7,6 +7,7 @@
 """
 
 from .from_trace import rts, tempered_weights
+from .rmhmc import GPRMHMC
 from .tempering import SimulatedTempering, WangLandau
 
-__all__ = ["SimulatedTempering", "WangLandau", "rts", "tempered_weights"]
+__all__ = ["SimulatedTempering", "WangLandau", "GPRMHMC", "rts", "tempered_weights"]
