@@ -167,8 +167,8 @@ def test_invalid_schedule(model, schedule, match):
 
 
 def test_unknown_method(model):
-    with pytest.raises(ValueError, match=r"unknown method 'smc'; available: \['ais', 'bar', "):
-        evidence(model, method="smc")
+    with pytest.raises(ValueError, match=r"unknown method 'nested_sampling'; available: \['ais', 'arm', 'bar', "):
+        evidence(model, method="nested_sampling")
 
 
 def test_unknown_option(model):
