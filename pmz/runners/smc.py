@@ -175,6 +175,12 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
             ess_start = ess(pool_lw)
         post = pool_lw + pool_W
         log_increment = float(logsumexp(post))
+        if not np.isfinite(log_increment):
+            raise FloatingPointError(
+                f"pmz: every particle has zero (or non-finite) weight going from {sequence.label} = {t:g} to "
+                f"{t_new:g}: p_{{t'}} puts no mass where the particles are (check the model's support and the data), "
+                "or the step is far too large (lower cess_target, add temperatures)"
+            )
         log_z += log_increment
         ess_after = ess(post)
         state = _concat([b[1] for b in blocks])
