@@ -286,9 +286,10 @@ class SMCRecord:
         ``1 / ess - 1 / ess_start`` (``v_n / R_n`` of ARM, with ``v_n = R_n / R_eff - 1``), counted at stages
         that end a block (``resampled`` or the run's last stage).
     gamma : ndarray (S,)
-        ``R_eff / R_n`` after the stage's generate loop (ARM section 3).
+        ARM's criterion after the stage's generate loop: ``R_eff / R_n`` (or ``R_eff / R`` with
+        ``gamma_relative_to="base"``, see ``tuning``).
     gamma_initial : ndarray (S,)
-        ``R_eff / R_n`` before any particles were generated.
+        The same before any particles were generated.
     n_generate : ndarray (S,) of int
         Rounds of the ARM generate loop at this stage (0 for plain resample-move).
     acceptance : ndarray (S,)

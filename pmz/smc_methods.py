@@ -49,6 +49,7 @@ ARM_DEFAULTS = {
     "n_temps": 50,
     "variant": "standard",  # "standard", "anticipate" or "reseed"
     "gamma_threshold": 0.7,
+    "gamma_relative_to": "pool",  # gamma = R_eff / R_n ("pool") or R_eff / R ("base")
     "max_generate": 10,
     "min_reseed": 100,
     "reseed_steps": 20,
@@ -115,7 +116,9 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method)
     algorithm = "rm" if method == "smc" else ARM_VARIANTS[options["variant"]]
     arm = {}
     if method == "arm":
-        arm = {k: options[k] for k in ("gamma_threshold", "max_generate", "min_reseed", "reseed_steps")}
+        arm = {
+            k: options[k] for k in ("gamma_threshold", "gamma_relative_to", "max_generate", "min_reseed", "reseed_steps")
+        }
     return run_smc(
         sequence,
         rng=run_rng,

@@ -293,3 +293,21 @@ def test_arm_on_probit_gp_sequence_matches_exact_evidence():
     assert res.log_z_se < 0.03
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
     assert res.smc.attrs["sequence"] == "probit_gp" and res.smc.attrs["label"] == "n_points"
+
+
+def test_arm_gamma_relative_to_base_stops_earlier():
+    """gamma = R_eff / R stops the generate loop once the pool holds gamma_thr R effective particles: fewer particles
+    than gamma = R_eff / R_n, whose expectation does not grow as particles are added."""
+    truth = pmz.systems.normal_mean()
+    family = PowerPosterior(CompiledModel(truth.model))
+    mean_particles = {}
+    for relative_to in ("pool", "base"):
+        sequence = TemperingSequence(family, HamiltonianMC(3), schedule=make_schedule("linear", 20))
+        record = run_smc(sequence, rng=np.random.default_rng(2), n_particles=200, n_runs=10, algorithm="arm",
+                         n_steps=3, gamma_relative_to=relative_to, progressbar=False)
+        est = smc_estimate(record)
+        assert abs(est.log_z - truth.log_z) < 4 * est.log_z_se + 0.05
+        mean_particles[relative_to] = record.n_particles.mean()
+    assert mean_particles["base"] < mean_particles["pool"]
+    with pytest.raises(ValueError, match="gamma_relative_to"):
+        run_smc(sequence, rng=np.random.default_rng(0), n_particles=10, algorithm="arm", gamma_relative_to="x")

@@ -11,7 +11,9 @@ One stage of a run, from position ``t`` to ``t' = sequence.next_position(t, ...)
    (``log eps += gain (acceptance - target)`` after every step), as PyMC's and BlackJAX's SMC tune from the cloud;
 3. **smooth**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
    ``Z_{t'} / Z_t`` is ``sum_r Wbar_r W_r``;
-4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` and fewer than ``max_generate`` rounds, add
+4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` (``gamma_relative_to="pool"``, ARM as
+   METHODS.md states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
+   particles) and fewer than ``max_generate`` rounds, add
    a block of particles that target ``p_t`` -- the last block copied and moved ``n_steps`` more steps (``"arm"``,
    ``"arm_anticipate"``), or ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the
    sequence, burnt in by ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of
@@ -153,7 +155,8 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
             return n_total, lw, np.concatenate([b[3] for b in blocks])
 
         n_pool, pool_lw, pool_W = pooled()
-        gamma_initial = gamma = ess(pool_lw + pool_W) / n_pool
+        relative_to = (lambda n: n) if opts["gamma_relative_to"] == "pool" else (lambda n: R)  # noqa: E731
+        gamma_initial = gamma = ess(pool_lw + pool_W) / relative_to(n_pool)
         n_generate = 0
         while algorithm != "rm" and gamma < opts["gamma_threshold"] and n_generate < opts["max_generate"]:
             if stage == 0:  # exact draws of p_{t_0} are the best particles to add
@@ -169,7 +172,7 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
             new_W, new_state_new = sequence.log_increment(new, t, t_new)
             blocks.append((new, new_state_new, new_lw, new_W))
             n_pool, pool_lw, pool_W = pooled()
-            gamma = ess(pool_lw + pool_W) / n_pool
+            gamma = ess(pool_lw + pool_W) / relative_to(n_pool)
             n_generate += 1
         if begins_block:
             ess_start = ess(pool_lw)
@@ -230,6 +233,7 @@ def run_smc(
     resampling: str = "systematic",
     resample_threshold: float = 0.8,
     gamma_threshold: float = 0.7,
+    gamma_relative_to: str = "pool",
     max_generate: int = 10,
     min_reseed: int = 100,
     reseed_steps: int = 20,
@@ -257,6 +261,11 @@ def run_smc(
         ``"rm"`` resamples when the ESS falls below this fraction of the particles.
     gamma_threshold, max_generate : float, int
         ARM's ``gamma_thr`` (0.7) and ``i_max``.
+    gamma_relative_to : {"pool", "base"}
+        ``gamma = R_eff / R_n`` (the pool's ESS fraction; adding particles that target ``p_n`` leaves its
+        expectation ``1 / (1 + v_n)`` unchanged, so on a stage with ``v_n > 1 / gamma_thr - 1`` the loop runs to
+        ``max_generate``) or ``R_eff / R`` (stop once the pool's effective size reaches ``gamma_thr R``: particles
+        per stage grow like ``1 + v_n``).
     min_reseed, reseed_steps : int
         ARM-reseed: the least number of fresh particles per round, and their burn-in moves.
     tune : bool
@@ -272,6 +281,8 @@ def run_smc(
         raise ValueError(f"pmz: resample_threshold must lie in (0, 1], got {resample_threshold!r}")
     if not 0 < gamma_threshold <= 1:
         raise ValueError(f"pmz: gamma_threshold must lie in (0, 1], got {gamma_threshold!r}")
+    if gamma_relative_to not in ("pool", "base"):
+        raise ValueError(f"pmz: gamma_relative_to must be 'pool' or 'base', got {gamma_relative_to!r}")
     R, n_runs = int(n_particles), int(n_runs)
     if R < 2 or n_runs < 1:
         raise ValueError(f"pmz: need n_particles >= 2 and n_runs >= 1, got {R} and {n_runs}")
@@ -279,6 +290,7 @@ def run_smc(
         resampling=resampling,
         resample_threshold=float(resample_threshold),
         gamma_threshold=float(gamma_threshold),
+        gamma_relative_to=gamma_relative_to,
         max_generate=int(max_generate),
         min_reseed=int(min_reseed),
         reseed_steps=int(reseed_steps),
