@@ -280,8 +280,69 @@ def test_metric_algebra_and_hamiltonian_gradient(kind, reparameterize):
     unit = np.eye(d) * h
     grad_log_f = np.stack([(log_f(V + unit[k]) - log_f(V - unit[k])) / (2 * h) for k in range(d)], axis=1)
     fd = np.stack([(hamiltonian(V + unit[k]) - hamiltonian(V - unit[k])) / (2 * h) for k in range(d)], axis=1)
-    grad = metric.hamiltonian_gradient(fac, lat_var, grad_log_f, P)
+    np.testing.assert_allclose(fac.dw_var, fac.dw * dense_lat, rtol=1e-9, atol=1e-10 * np.abs(fac.dw).max())
+    grad = metric.hamiltonian_gradient(fac, grad_log_f, P)
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("reparameterize", [True, False], ids=["whitened", "centered"])
+def test_metric_algebra_per_matrix_lapack_path(reparameterize):
+    """30 latent values (above the sizes where pmz switches from NumPy's stacked routines to one LAPACK call per
+    matrix, built a few particles at a time): G^{-1} p at the factored and at new positions, log |G| and
+    beta lambda'(f) diag(A G^{-1} A') against dense algebra; a particle flagged not ok gets B = I, no NaN."""
+    X30 = np.linspace(0, 3, 30)[:, None]
+    y30 = np.where(np.sin(3 * X30[:, 0]) > 0, 1, -1)
+    latent = "gp" if reparameterize else "mvnormal"
+    model = pmz.systems.probit_gp_model(X30, y30, 3.0, 0.5, latent=latent, jitter=1e-4)  # stable probit CustomDist
+    s = gp_structure(model)
+    metric = GPMetric(s)
+    rng = np.random.default_rng(11)
+    N = 12
+    V = s.value_mean + rng.standard_normal((N, s.d)) @ np.linalg.cholesky(s.value_cov).T
+    beta = np.linspace(0.0, 1.0, N)
+    P = rng.standard_normal((N, s.d))
+    fac = metric.factors(V, beta)
+    G = metric.dense(V, beta)
+    G_inv = np.linalg.inv(G)
+    expected = np.einsum("nij,nj->ni", G_inv, P)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(metric.solve(fac, P), expected, rtol=1e-8, atol=1e-9 * scale)
+    np.testing.assert_allclose(metric.solve(fac, P[3:5], np.array([3, 4])), expected[3:5], rtol=1e-8, atol=1e-9 * scale)
+    np.testing.assert_allclose(metric.solve_at(V, beta, P)[0], expected, rtol=1e-8, atol=1e-9 * scale)
+    log_det_sigma = np.linalg.slogdet(s.value_cov)[1]
+    np.testing.assert_allclose(fac.log_det - log_det_sigma, np.linalg.slogdet(G)[1], rtol=1e-9, atol=1e-8)
+    dense_lat = np.einsum("ij,njk,ik->ni", s.loading, G_inv, s.loading)
+    np.testing.assert_allclose(metric.latent_variances(fac), dense_lat, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(fac.dw_var, fac.dw * dense_lat, rtol=1e-7, atol=1e-9 * np.abs(fac.dw).max())
+    V_bad = V.copy()
+    V_bad[2] = np.nan
+    fac_bad = metric.factors(V_bad, beta)
+    assert not fac_bad.ok[2] and fac_bad.ok[np.arange(N) != 2].all()
+    np.testing.assert_array_equal(fac_bad.chol[2], np.eye(s.n))
+    GinvP, ok = metric.solve_at(V_bad, beta, P)
+    assert not ok[2] and ok[np.arange(N) != 2].all()
+    np.testing.assert_allclose(GinvP[ok], expected[ok], rtol=1e-8, atol=1e-9 * scale)
+
+
+def test_anderson_acceleration_reaches_the_same_fixed_points():
+    """The implicit updates solved with Anderson mixing (default depth 2) and by the plain iteration (depth 0):
+    same random numbers, same proposals to within the tolerance, same accept decisions, fewer iterations."""
+    model = probit_model()
+    s = gp_structure(model)
+    family = PowerPosterior(CompiledModel(model))
+    X = np.random.default_rng(5).standard_normal((200, 5))
+    out = {}
+    for depth in (0, 2):
+        kernel = GPRiemannianHMC(s, n_leapfrog=5, anderson=depth, fixed_point_tol=1e-10)
+        state = kernel.init_state(family, X)
+        out[depth] = kernel.step(np.random.default_rng(9), state, family, 1.0, KernelParams(0.2, np.ones(5), 5))
+    (s0, i0), (s2, i2) = out[0], out[2]
+    both = i0.converged & i2.converged
+    assert both.mean() > 0.9
+    np.testing.assert_allclose(s2.x[both], s0.x[both], atol=1e-7)
+    np.testing.assert_allclose(i2.energy_error[both], i0.energy_error[both], atol=1e-6)
+    assert np.mean(i2.accepted[both] == i0.accepted[both]) > 0.99
+    assert i2.n_fixed_point[both].mean() < 0.8 * i0.n_fixed_point[both].mean()
 
 
 def test_momentum_draws_have_covariance_g():

@@ -30,22 +30,26 @@ needs only ``diag(A G^{-1} A')`` and ``G^{-1} p`` (``diag(G^{-1})`` in the centr
 One transition is the generalised leapfrog (Girolami & Calderhead eq 16-18), ``n_leapfrog`` times:
 
     p' = p - eps/2 dH/dv(v, p')                              implicit: fixed-point iteration at fixed v
-    v' = v + eps/2 [G^{-1}(v) + G^{-1}(v')] p'               implicit: fixed-point iteration, a Cholesky of B
-                                                              at every iterate
+    v' = v + eps/2 [G^{-1}(v) + G^{-1}(v')] p'               implicit: fixed-point iteration, an SPD solve
+                                                              with B at every iterate
     p'' = p' - eps/2 dH/dv(v', p')                           explicit
 
-then acceptance with ``min(1, exp(H(v, p) - H(v', p'')))``. The iterations stop when the largest change of a
-particle's coordinates is below ``fixed_point_tol`` (relative to max(1, largest coordinate)); particles that do not
-converge within ``max_fixed_point`` iterations, or produce non-finite values, are rejected. ``eps = step_size * u``
-with ``u ~ U(1 - jitter, 1 + jitter)`` per particle.
+then acceptance with ``min(1, exp(H(v, p) - H(v', p'')))``. A particle's iteration stops when its residual
+``|z - g(z)|`` (largest coordinate) is below ``fixed_point_tol`` (relative to max(1, largest coordinate)) and
+returns ``g(z)``; only the particles still iterating are computed. The iterates are accelerated by Anderson mixing
+of depth ``anderson`` (Walker & Ni 2011; the same fixed points, ~30% fewer iterates and a much shorter tail), and
+the position iteration starts from a second-order guess (one more solve at v). Particles that do not converge
+within ``max_fixed_point`` iterations, whose residual stops decreasing, or that produce non-finite values, are
+rejected. ``eps = step_size * u`` with ``u ~ U(1 - jitter, 1 + jitter)`` per particle.
 
 Cost per leapfrog step and particle (n likelihood terms, d sampled coordinates): one batched log-density +
-gradient evaluation of the model; per position iterate one Cholesky of B (n^3/3 flops) and two triangular
-solves; at the new position one more Cholesky and one triangular solve with n right-hand sides (n^3) for
-``diag(A G^{-1} A')``; momentum iterates cost two triangular solves each (n^2). A Normal likelihood has a constant
-metric: the leapfrog is then explicit and costs one factorisation per transition (RMHMC = HMC with the tempered
-posterior precision as mass matrix). All of it is batched over particles: ``(N, n, n)`` stacks, one
-``np.linalg.cholesky`` call per iterate.
+gradient evaluation of the model; per position iterate (4-5 at tuned step sizes) one Cholesky of B and two
+triangular solves (n^3/3 flops, LAPACK dposv); at the new position one Cholesky of B and its triangular inverse
+(2 n^3/3), after which ``diag(A G^{-1} A')`` costs O(n^2) (see :meth:`GPMetric.factors`) and each
+momentum iterate two matrix-vector products (n^2). A Normal likelihood has a constant metric: the leapfrog is then
+explicit and costs one factorisation per transition (RMHMC = HMC with the tempered posterior precision as mass
+matrix). Everything is batched over particles; above a few dozen points the matrices are built a few particles at
+a time (cache-sized blocks) and factored by one LAPACK call each, below by NumPy's stacked routines.
 """
 
 from __future__ import annotations
@@ -53,206 +57,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from .base import Kernel, KernelInfo, KernelParams, ParticleState, metropolis_accept, select
+from .gp_metric import GPMetric, MetricFactors  # noqa: F401  (re-exported)
 
 __all__ = ["GPMetric", "MetricFactors", "GPRiemannianHMC", "RMHMCInfo"]
-
-
-# Batched dense linear algebra. NumPy's stacked routines run one C loop over the stack (no per-matrix Python
-# overhead) but use unblocked LU / Cholesky; SciPy's per-matrix LAPACK calls win once the matrices are large.
-_SMALL_TRIANGULAR = 40  # triangular solves: NumPy's LU on the triangle below, SciPy's trsm above
-_SMALL_FACTOR = 100  # Cholesky / SPD solves: NumPy's stacked routines below, SciPy per matrix above
-
-
-def _solve_lower(L, b, trans: bool = False):
-    """``L^{-1} b`` (or ``L'^{-1} b``) for lower-triangular stacks ``L (N, m, m)`` and ``b (N, m, k)``."""
-    if L.shape[-1] <= _SMALL_TRIANGULAR:
-        return np.linalg.solve(np.swapaxes(L, -1, -2) if trans else L, b)
-    solve = lambda Li, bi: solve_triangular(Li, bi, lower=True, trans=int(trans), check_finite=False)  # noqa: E731
-    return np.stack([solve(Li, bi) for Li, bi in zip(L, b)])
-
-
-def _cholesky(B, ok):
-    """Lower Cholesky factors of a stack of SPD matrices; a matrix that fails (or is flagged not ok) gets the
-    identity and ``ok = False``."""
-    m = B.shape[-1]
-    B = np.where(ok[:, None, None], B, np.eye(m))
-    if m <= _SMALL_FACTOR:
-        try:
-            return np.linalg.cholesky(B), ok
-        except np.linalg.LinAlgError:
-            pass
-    L, ok = np.empty_like(B), ok.copy()
-    for i in range(B.shape[0]):
-        try:
-            L[i] = cho_factor(B[i], lower=True, check_finite=False)[0]
-            L[i][np.triu_indices(m, 1)] = 0.0
-        except np.linalg.LinAlgError:
-            L[i], ok[i] = np.eye(m), False
-    return L, ok
-
-
-def _solve_spd(B, u, ok):
-    """``B^{-1} u`` for a stack of SPD matrices ``B (N, m, m)`` and vectors ``u (N, m)``: one LU solve (small m) or
-    one Cholesky factorisation and two triangular solves per matrix (large m). ``ok`` is False where it failed."""
-    m = B.shape[-1]
-    B = np.where(ok[:, None, None], B, np.eye(m))
-    if m <= _SMALL_FACTOR:
-        try:
-            return np.linalg.solve(B, u[:, :, None])[:, :, 0], ok
-        except np.linalg.LinAlgError:
-            pass
-    z, ok = np.zeros_like(u), ok.copy()
-    for i in range(B.shape[0]):
-        try:
-            z[i] = cho_solve(cho_factor(B[i], lower=True, check_finite=False), u[i], check_finite=False)
-        except np.linalg.LinAlgError:
-            ok[i] = False
-    return z, ok
-
-
-@dataclass(frozen=True)
-class MetricFactors:
-    """The metric ``G(v) = Sigma_v^{-1} + A' W A`` at a batch of positions, in factored form.
-
-    Attributes
-    ----------
-    f : ndarray (N, n)
-        Latent values ``a + A v``.
-    sqrt_w : ndarray (N, n)
-        ``S = sqrt(beta lambda(f))``.
-    dw : ndarray (N, n)
-        ``beta lambda'(f)``: the derivative of W's diagonal with respect to f.
-    chol : ndarray (N, n, n)
-        Lower Cholesky factor of ``B = I + S K S``.
-    log_det : ndarray (N,)
-        ``log |B| = log |G| + log |Sigma_v|``.
-    ok : ndarray (N,) of bool
-        False where the Fisher information or the factorisation was not finite.
-    inv_chol : ndarray (N, n, n)
-        ``L_B^{-1}``: every later solve at these positions (the momentum iterates) is two matrix-vector products.
-    """
-
-    f: np.ndarray
-    sqrt_w: np.ndarray
-    dw: np.ndarray
-    chol: np.ndarray
-    log_det: np.ndarray
-    ok: np.ndarray
-    inv_chol: np.ndarray
-
-    def take(self, rows) -> "MetricFactors":
-        """The factors of a subset of the particles."""
-        fields = ("f", "sqrt_w", "dw", "chol", "log_det", "ok", "inv_chol")
-        return MetricFactors(*(getattr(self, k)[rows] for k in fields))
-
-
-class GPMetric:
-    """The Fisher metric of a :class:`~pmz.model.gp.GPStructure` and its algebra (see the module docstring).
-
-    The constants ``K = A Sigma_v A'``, ``C = A Sigma_v`` and ``R = chol(Sigma_v)^{-T}`` (``R R' = Sigma_v^{-1}``,
-    for momentum draws) are computed once.
-    """
-
-    def __init__(self, structure):
-        self.structure = structure
-        A = np.asarray(structure.loading, dtype=float)
-        sigma_v = np.asarray(structure.value_cov, dtype=float)
-        self.A = A
-        self.sigma_v = sigma_v
-        self.K = A @ sigma_v @ A.T
-        self.K = 0.5 * (self.K + self.K.T)
-        self.C = A @ sigma_v
-        self.diag_K = np.diag(self.K).copy()
-        self._diag = np.arange(self.K.shape[0])
-        self._diagonal_prior = np.count_nonzero(sigma_v - np.diag(np.diag(sigma_v))) == 0
-        if self._diagonal_prior:
-            self.R = np.diag(1.0 / np.sqrt(np.diag(sigma_v)))
-        else:
-            L = np.linalg.cholesky(sigma_v)
-            self.R = solve_triangular(L, np.eye(L.shape[0]), lower=True).T
-        self.constant = structure.likelihood == "normal"  # lambda' = 0: the metric does not depend on v
-
-    def _weights(self, V, beta, derivative: bool = True):
-        """Latent values, ``S = sqrt(beta lambda(f))``, ``beta lambda'(f)`` (if ``derivative``), ``B = I + S K S``
-        and a flag: False where something was not finite (the weights are then set to 0, ``B = I``)."""
-        F = self.structure.offset + V @ self.A.T
-        beta = np.asarray(beta, dtype=float)[:, None]
-        if derivative:
-            lam, dlam = self.structure.fisher_information(F)
-            dw = beta * dlam
-        else:
-            lam, dw = self.structure.fisher_information(F, derivative=False), None
-        w = beta * lam
-        with np.errstate(invalid="ignore", over="ignore"):
-            total = np.sum(w, axis=1) + np.sum(F, axis=1) + (0.0 if dw is None else np.sum(dw, axis=1))
-            ok = np.isfinite(total)
-            if not ok.all():
-                w = np.where(ok[:, None], w, 0.0)
-                dw = None if dw is None else np.where(ok[:, None], dw, 0.0)
-            S = np.sqrt(w)
-            B = S[:, :, None] * self.K * S[:, None, :]
-            B[:, self._diag, self._diag] += 1.0
-            ok &= np.isfinite(np.sum(B, axis=(1, 2)))
-        return F, S, dw, B, ok
-
-    def factors(self, V, beta) -> MetricFactors:
-        """Factor ``G`` at positions ``V (N, d)`` for inverse temperatures ``beta (N,)``: one Cholesky of B and the
-        inverse factor ``L_B^{-1}`` (a triangular solve with n right-hand sides) per particle."""
-        F, S, dw, B, ok = self._weights(V, beta)
-        L, ok = _cholesky(B, ok)
-        log_det = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
-        inv_chol = _solve_lower(L, np.broadcast_to(np.eye(L.shape[-1]), L.shape))
-        return MetricFactors(F, S, dw, L, log_det, ok, inv_chol)
-
-    def solve_at(self, V, beta, P):
-        """``G(v)^{-1} p`` at new positions without keeping factors (the iterates of the implicit position update):
-        one SPD solve with B per particle. Returns ``(G^{-1} p (N, d), ok (N,))``."""
-        _, S, _, B, ok = self._weights(V, beta, derivative=False)
-        z, ok = _solve_spd(B, S * (P @ self.C.T), ok)
-        return P @ self.sigma_v - (S * z) @ self.C, ok
-
-    def solve(self, fac: MetricFactors, P) -> np.ndarray:
-        """``G^{-1} p = Sigma_v p - C' S B^{-1} S C p`` for momenta ``P (N, d)``."""
-        u = fac.sqrt_w * (P @ self.C.T)
-        z = np.einsum("nji,nj->ni", fac.inv_chol, np.einsum("nij,nj->ni", fac.inv_chol, u))
-        return P @ self.sigma_v - (fac.sqrt_w * z) @ self.C
-
-    def latent_variances(self, fac: MetricFactors) -> np.ndarray:
-        """``diag(A G^{-1} A') = diag(K) - colsums((L_B^{-1} S K)^2)``, shape ``(N, n)`` (one triangular solve
-        with n right-hand sides per particle). In the centred case (A = I) this is ``diag(G^{-1})``."""
-        SK = fac.sqrt_w[:, :, None] * self.K
-        M = fac.inv_chol @ SK
-        return self.diag_K - np.sum(M**2, axis=1)
-
-    def kinetic(self, fac: MetricFactors, P, GinvP=None) -> np.ndarray:
-        """``p' G^{-1} p / 2``, shape ``(N,)``."""
-        GinvP = self.solve(fac, P) if GinvP is None else GinvP
-        return 0.5 * np.sum(P * GinvP, axis=1)
-
-    def sample_momentum(self, rng: np.random.Generator, fac: MetricFactors) -> np.ndarray:
-        """``p ~ N(0, G)`` as ``R z1 + A' S z2`` with ``z1 ~ N(0, I_d)``, ``z2 ~ N(0, I_n)``: the covariance is
-        ``Sigma_v^{-1} + A' W A``, no factorisation of G needed."""
-        N = fac.f.shape[0]
-        z1 = rng.standard_normal((N, self.R.shape[0]))
-        z2 = rng.standard_normal((N, self.A.shape[0]))
-        return z1 @ self.R.T + (fac.sqrt_w * z2) @ self.A
-
-    def hamiltonian_gradient(self, fac: MetricFactors, latent_var, grad_log_density, P, GinvP=None) -> np.ndarray:
-        """``dH/dv = -grad log f_beta + A' [beta lambda'(f) (diag(A G^{-1} A') - (A G^{-1} p)^2) / 2]``."""
-        GinvP = self.solve(fac, P) if GinvP is None else GinvP
-        r = GinvP @ self.A.T
-        return -grad_log_density + (0.5 * fac.dw * (latent_var - r**2)) @ self.A
-
-    def dense(self, V, beta) -> np.ndarray:
-        """``G(v)`` as dense matrices ``(N, d, d)``, inverting ``Sigma_v``: for checks on small problems only."""
-        beta = np.asarray(beta, dtype=float)
-        beta = np.broadcast_to(beta, (np.shape(V)[0],))
-        lam, _ = self.structure.fisher_information(self.structure.latent_values(V))
-        W = beta[:, None] * lam
-        return np.linalg.inv(self.sigma_v) + np.einsum("ji,nj,jk->nik", self.A, W, self.A)
 
 
 @dataclass(frozen=True)
@@ -289,6 +98,8 @@ class GPRiemannianHMC(Kernel):
         Iterations allowed per implicit update; particles that do not converge are rejected.
     jitter : float in [0, 1)
         Per-particle step-size jitter ``eps = step_size * U(1 - jitter, 1 + jitter)``.
+    anderson : int
+        Depth of the Anderson mixing of the fixed-point iterates (0: the plain iteration ``z <- g(z)``).
 
     Notes
     -----
@@ -320,6 +131,7 @@ class GPRiemannianHMC(Kernel):
         fixed_point_tol: float = 1e-6,
         max_fixed_point: int = 50,
         jitter: float = 0.2,
+        anderson: int = 2,
     ):
         if int(n_leapfrog) != n_leapfrog or n_leapfrog < 1:
             raise ValueError(f"n_leapfrog must be a positive integer, got {n_leapfrog!r}")
@@ -329,12 +141,15 @@ class GPRiemannianHMC(Kernel):
             raise ValueError(f"max_fixed_point must be a positive integer, got {max_fixed_point!r}")
         if not 0 <= jitter < 1:
             raise ValueError(f"jitter must lie in [0, 1), got {jitter!r}")
+        if int(anderson) != anderson or anderson < 0:
+            raise ValueError(f"anderson must be a non-negative integer, got {anderson!r}")
         self.structure = structure
         self.metric = GPMetric(structure)
         self.n_leapfrog = int(n_leapfrog)
         self.fixed_point_tol = float(fixed_point_tol)
         self.max_fixed_point = int(max_fixed_point)
         self.jitter = float(jitter)
+        self.anderson = int(anderson)
 
     @classmethod
     def from_model(cls, model=None, **options) -> "GPRiemannianHMC":
@@ -348,60 +163,110 @@ class GPRiemannianHMC(Kernel):
 
     # ------------------------------------------------------------------ implicit updates
     def _fixed_point(self, update, start):
-        """Iterate ``z <- update(z)`` per particle from ``start (N, k)``.
+        """Solve ``z = g(z)`` per particle from ``start (N, k)`` by Anderson-accelerated fixed-point iteration.
 
-        ``update(z, rows) -> (candidates for those rows, ok flags)``. A particle converges when its largest change
-        is at most ``fixed_point_tol * max(1, largest coordinate)``; it fails (and is no longer updated) when a value
-        is not finite, its update is flagged not ok, or the iteration stops contracting (a change not smaller than
-        the previous one: the iteration would not converge). Returns ``(z, iterations (N,), converged (N,))``.
+        ``update(z, rows) -> (g(z[rows]), ok flags)``. A particle converges when its residual
+        ``|g(z) - z|`` (largest coordinate) is at most ``fixed_point_tol * max(1, largest coordinate of g(z))``;
+        the solution returned is then ``g(z)``, as for the plain iteration. The next iterate is the plain
+        ``g(z_k)`` corrected by Anderson mixing of depth ``anderson`` (Walker & Ni 2011, type II):
+        ``z_{k+1} = g_k - dG gamma`` with ``gamma = argmin |f_k - dF gamma|_2``, ``f = g(z) - z``, ``dF, dG`` the
+        differences of the last residuals and images. The iterations converge to the same fixed point as the plain
+        ones, in fewer steps (the implicit leapfrog updates contract linearly, at rates 0.1-0.3 at tuned step
+        sizes). A particle whose residual does not decrease has its history cleared (a plain step); it fails (and is
+        no longer updated) when a plain step does not decrease the residual either (the iteration would not
+        converge), a value is not finite, or its update is flagged not ok. Returns
+        ``(z, iterations (N,), converged (N,))``.
         """
         z = start.copy()
-        n = z.shape[0]
+        n, k = z.shape
+        depth, tol = self.anderson, self.fixed_point_tol
         iters, converged = np.zeros(n, dtype=int), np.zeros(n, dtype=bool)
         previous = np.full(n, np.inf)
+        plain = np.ones(n, dtype=bool)  # the current iterate came from a plain step
+        if depth:  # ring buffers of the last differences of residuals and images, per particle
+            d_res, d_img = np.zeros((n, depth, k)), np.zeros((n, depth, k))
+            valid = np.zeros((n, depth), dtype=bool)
+            last_res, last_img = np.zeros((n, k)), np.zeros((n, k))
+            ridge = 1e-10 * np.eye(depth)
         rows = np.arange(n)
-        for _ in range(self.max_fixed_point):
+        for it in range(self.max_fixed_point):
             cand, ok = update(z, rows)
-            change = np.max(np.abs(cand - z[rows]), axis=1)
-            z[rows] = cand
+            res = cand - z[rows]
+            change = np.max(np.abs(res), axis=1)
             iters[rows] += 1
-            threshold = self.fixed_point_tol * np.maximum(1.0, np.max(np.abs(cand), axis=1))
-            done = ok & (change <= threshold)
-            failed = ~ok | ~np.isfinite(change) | (change >= previous[rows])
-            converged[rows[done]] = True
+            done = ok & (change <= tol * np.maximum(1.0, np.max(np.abs(cand), axis=1)))
+            worse = ~(change < previous[rows])  # also where the change is not finite
+            stop = done | ~ok | ~np.isfinite(change) | (worse & plain[rows])
             previous[rows] = change
-            rows = rows[~done & ~failed]
-            if rows.size == 0:
-                break
+            if stop.any():
+                z[rows[stop]] = cand[stop]
+                converged[rows[done]] = True
+                keep = ~stop
+                rows, cand, res, worse = rows[keep], cand[keep], res[keep], worse[keep]
+                if rows.size == 0:
+                    break
+            if not depth:
+                z[rows] = cand
+                continue
+            if it > 0:  # the newest differences go to slot it % depth; a growing residual clears the history
+                slot = it % depth
+                d_res[rows, slot] = res - last_res[rows]
+                d_img[rows, slot] = cand - last_img[rows]
+                valid[rows, slot] = True
+                valid[rows[worse]] = False
+            last_res[rows], last_img[rows] = res, cand
+            mask = valid[rows]
+            mix = mask.any(axis=1)
+            plain[rows] = ~mix
+            nxt = cand
+            if mix.any():
+                r, mask = rows[mix], mask[mix].astype(float)
+                dF = d_res[r] * mask[:, :, None]
+                gram = dF @ np.swapaxes(dF, 1, 2)
+                scale = np.trace(gram, axis1=1, axis2=2)[:, None, None]
+                gram += ridge * scale + np.eye(depth) * (1.0 - mask)[:, :, None] + 1e-300 * np.eye(depth)
+                gamma = np.linalg.solve(gram, dF @ res[mix][:, :, None])[:, :, 0] * mask
+                gamma = np.where(np.isfinite(gamma), gamma, 0.0)
+                nxt = cand.copy()
+                nxt[mix] -= (gamma[:, None, :] @ d_img[r])[:, 0, :]
+            z[rows] = nxt
         return z, iters, converged
 
-    def _momentum_half_step(self, fac, latent_var, grad, P, eps):
+    def _momentum_half_step(self, fac, grad, P, eps):
         """Solve ``p' = p - eps/2 dH/dv(v, p')`` at fixed v by fixed-point iteration (each iterate: two
         matrix-vector products with ``L_B^{-1}`` per particle)."""
         metric = self.metric
-        fixed = -grad + (0.5 * fac.dw * latent_var) @ metric.A  # the part of dH/dv that does not depend on p
+        fixed = -grad + (0.5 * fac.dw_var) @ metric.A  # the part of dH/dv that does not depend on p
         start = P - 0.5 * eps * fixed
         if metric.constant:
             n = P.shape[0]
             return start, np.zeros(n, dtype=int), np.ones(n, dtype=bool)
 
         def update(P_half, rows):
-            sub = fac if rows.size == P.shape[0] else fac.take(rows)
-            r = metric.solve(sub, P_half[rows]) @ metric.A.T
-            cand = P[rows] - 0.5 * eps[rows] * (fixed[rows] - (0.5 * sub.dw * r**2) @ metric.A)
+            r = metric.solve(fac, P_half[rows], rows) @ metric.A.T
+            cand = P[rows] - 0.5 * eps[rows] * (fixed[rows] - (0.5 * fac.dw[rows] * r**2) @ metric.A)
             return cand, np.ones(rows.size, dtype=bool)
 
         return self._fixed_point(update, start)
 
     def _position_step(self, V, P_half, fac, beta, eps):
         """Solve ``v' = v + eps/2 [G^{-1}(v) + G^{-1}(v')] p'`` by fixed-point iteration (each iterate: one solve
-        with B at the iterate per particle still iterating)."""
+        with B at the iterate per particle still iterating).
+
+        The iteration starts from the second-order guess ``v + eps q + eps/2 J (eps q)``, ``q = G^{-1}(v) p'``,
+        ``J = d(G^{-1} p')/dv = -G^{-1} A' diag(beta lambda'(f) * (A q)) A`` (one more solve at v, O(n^2)), instead
+        of ``v + eps q``: about one iterate less, at the same fixed point.
+        """
         metric = self.metric
         q0 = metric.solve(fac, P_half)
         start = V + eps * q0
         if metric.constant:
             n = V.shape[0]
             return start, np.zeros(n, dtype=int), np.ones(n, dtype=bool)
+        A = metric.A
+        with np.errstate(over="ignore", invalid="ignore"):
+            slope = -metric.solve(fac, (fac.dw * ((eps * q0) @ A.T) * (q0 @ A.T)) @ A)
+            start = np.where(np.isfinite(slope), start + 0.5 * eps * slope, start)
 
         def update(V_new, rows):
             GinvP, ok = metric.solve_at(V_new[rows], beta[rows], P_half[rows])
@@ -422,7 +287,6 @@ class GPRiemannianHMC(Kernel):
         eps = eps * rng.uniform(1 - self.jitter, 1 + self.jitter, size=(n, 1))
 
         fac = metric.factors(X, betas)
-        latent_var = metric.latent_variances(fac)
         P0 = metric.sample_momentum(rng, fac)
         parts = state.parts
         grad = parts.grad_log_density(beta)
@@ -432,7 +296,7 @@ class GPRiemannianHMC(Kernel):
             H0 = -parts.log_density(beta) + 0.5 * fac.log_det + metric.kinetic(fac, P0)
             x, P = X, P0
             for _ in range(params.n_leapfrog):
-                P_half, it_p, conv_p = self._momentum_half_step(fac, latent_var, grad, P, eps)
+                P_half, it_p, conv_p = self._momentum_half_step(fac, grad, P, eps)
                 x_new, it_x, conv_x = self._position_step(x, P_half, fac, betas, eps)
                 ok &= conv_p & conv_x & np.all(np.isfinite(x_new), axis=1) & np.all(np.isfinite(P_half), axis=1)
                 n_fixed += it_p + it_x
@@ -442,10 +306,9 @@ class GPRiemannianHMC(Kernel):
                 grad = parts.grad_log_density(beta)
                 if not metric.constant:
                     fac = metric.factors(x, betas)
-                    latent_var = metric.latent_variances(fac)
                     ok &= fac.ok
                 GinvP = metric.solve(fac, P_half)
-                P = P_half - 0.5 * eps * metric.hamiltonian_gradient(fac, latent_var, grad, P_half, GinvP)
+                P = P_half - 0.5 * eps * metric.hamiltonian_gradient(fac, grad, P_half, GinvP)
             H1 = -parts.log_density(beta) + 0.5 * fac.log_det + metric.kinetic(fac, P)
             ok &= np.isfinite(H1)
             energy_error = np.where(ok, H1 - H0, np.nan)
