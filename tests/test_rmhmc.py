@@ -477,6 +477,21 @@ def test_step_method_samples_the_probit_posterior(probit_truth):
     assert np.ptp(stats_.step_size.values, axis=1).max() == 0  # frozen after tuning
 
 
+def test_step_method_agrees_with_a_long_nuts_run():
+    """The 5-point probit GP: GPRMHMC's posterior means and sds of f_rotated_ agree with a long NUTS run (|z| < 4
+    with both runs' MCSEs)."""
+    with probit_model():
+        rm = pm.sample(draws=400, tune=200, chains=2, cores=1, step=pmz.GPRMHMC(n_leapfrog=5), random_seed=SEED + 1,
+                       **SAMPLE)
+        nuts = pm.sample(draws=3000, tune=1000, chains=2, cores=1, random_seed=SEED + 2, **SAMPLE)
+    summaries = [az.summary(r, var_names=["f_rotated_"], kind="all") for r in (rm, nuts)]
+    (a, b) = summaries
+    z_mean = (a["mean"] - b["mean"]) / np.hypot(a["mcse_mean"], b["mcse_mean"])
+    z_sd = (a["sd"] - b["sd"]) / np.hypot(a["mcse_sd"], b["mcse_sd"])
+    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_sd) < 4), (z_mean, z_sd)
+    assert np.all(b["mcse_mean"] < 0.05 * b["sd"]) and np.all(a["mcse_mean"] < 0.15 * a["sd"])
+
+
 def test_step_method_is_reproducible_across_cores():
     """Same random_seed: identical draws with cores=1 and cores=2 (the step pickles without its compiled model)."""
     runs = []
