@@ -181,7 +181,8 @@ Reading the tables:
   others, and ARM adds particles at those stages: the paper's "about 1.5 R particles per stage" and "lower variance
   than RM" are what this run shows.
 * Tempered SMC and AIS with HMC on the 100-dimensional latent (whitened by the prior's Cholesky factor) work too,
-  at a higher cost per unit of accuracy. The RMHMC baseline of the paper comes with the RMHMC issue.
+  at a higher cost per unit of accuracy. The RMHMC baselines (AIS and SMC with `kernel="rmhmc"`) are in
+  [gp_rmhmc.md](gp_rmhmc.md).
 
 Time: {elapsed:.0f} s on 2 cores (shared with other work). Reproduce:
 `python examples/gp_classification_smc.py --write-doc`.
