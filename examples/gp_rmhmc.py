@@ -40,6 +40,7 @@ import pmz
 from pmz.kernels import GPRiemannianHMC
 from pmz.sequences import ProbitGPSequence
 from pmz.systems.gp_classification import EXACT_MAX_POINTS
+from pmz.systems.probit_evidence import probit_laplace_mode
 
 AMPLITUDES = (1.0, 4.0, 15.0)
 LENGTH_SCALES = (1.0, 4.0, 8.0)
@@ -61,40 +62,9 @@ EXACT_RELEPS = 1e-3  # Genz's relative tolerance for the exact evidence (0.001 i
 # ----------------------------------------------------------------------------------------------- grid
 
 
-def laplace_mode(K, y, *, tol=1e-10, max_iter=100):
-    """Mode f^ of log p(y | f) + log N(f | 0, K) and W = -d^2 log p(y | f^) (GPML Algorithm 3.1, Newton in the
-    stable form with B = I + W^1/2 K W^1/2; steps halved when the objective does not increase)."""
-    n = len(y)
-    f, a, psi = np.zeros(n), np.zeros(n), np.sum(log_ndtr(np.zeros(n)))
-
-    def derivatives(f):
-        r = np.exp(-0.5 * f**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(y * f))
-        return y * r, r * r + y * f * r
-
-    for _ in range(max_iter):
-        grad, W = derivatives(f)
-        sW = np.sqrt(W)
-        L = linalg.cholesky(np.eye(n) + sW[:, None] * K * sW[None, :], lower=True)
-        b = W * f + grad
-        a_new = b - sW * linalg.cho_solve((L, True), sW * (K @ b))
-        step = 1.0
-        while True:
-            a_try = a + step * (a_new - a)
-            f_try = K @ a_try
-            psi_try = -0.5 * a_try @ f_try + np.sum(log_ndtr(y * f_try))
-            if psi_try >= psi - 1e-12 or step < 1e-8:
-                break
-            step *= 0.5
-        done = abs(psi_try - psi) < tol
-        a, f, psi = a_try, f_try, psi_try
-        if done:
-            break
-    return f, derivatives(f)[1]
-
-
 def hardness(K, y):
     """Condition numbers of the Laplace posterior: whitened (``1 + max eig(S K S)``, S = W^1/2) and centred."""
-    f, W = laplace_mode(K, y)
+    f, _, W, _ = probit_laplace_mode(K, y)
     sW = np.sqrt(W)
     B = np.eye(len(y)) + sW[:, None] * K * sW[None, :]
     whitened = float(np.linalg.eigvalsh(B)[-1])

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import linalg, stats
 from scipy.special import log_ndtr
 
-__all__ = ["probit_log_evidence_ep", "probit_log_evidence_exact", "probit_log_evidence_laplace"]
+__all__ = ["probit_laplace_mode", "probit_log_evidence_ep", "probit_log_evidence_exact", "probit_log_evidence_laplace"]
 
 
 def _check_labels(y, n: int | None = None) -> np.ndarray:
@@ -144,21 +144,11 @@ def _probit_derivatives(f, y):
     return y * r, r * r + y * f * r
 
 
-def probit_log_evidence_laplace(K, y, *, tol: float = 1e-10, max_iter: int = 100) -> float:
-    """Laplace approximation of the log evidence of probit GP classification (GPML Algorithm 3.1, eq 3.32).
+def probit_laplace_mode(K, y, *, tol: float = 1e-10, max_iter: int = 100):
+    """Mode ``f^`` of ``Psi(f) = sum_i log Phi(y_i f_i) - f' K^{-1} f / 2`` by Newton's method in the stable form
+    of GPML Algorithm 3.1 (``B = I + W^1/2 K W^1/2 = L L'``; steps halved when ``Psi`` does not increase).
 
-    Newton's method for the mode f^ of ``Psi(f) = log p(y|f) - f' K^{-1} f / 2`` in the stable form with
-    ``B = I + W^1/2 K W^1/2 = L L'`` (probit: ``W`` diagonal and positive, log-concave likelihood), then
-
-        log q(y) = -a' f^ / 2 + sum_i log Phi(y_i f^_i) - sum_i log L_ii,        f^ = K a.
-
-    Steps are halved when ``Psi`` does not increase. Known to underestimate the evidence of GP classifiers,
-    sometimes badly (Kuss & Rasmussen 2005); prefer :func:`probit_log_evidence_ep`.
-
-    >>> x = np.linspace(0, 1, 5)
-    >>> K = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / 0.5**2)   # squared exponential, l = 0.5
-    >>> round(probit_log_evidence_laplace(K, [1, 1, 1, -1, -1]), 4)   # exact: -3.2637, EP: -3.2651
-    -3.2824
+    Returns ``(f^, a, W, Psi(f^))`` with ``f^ = K a`` and ``W = -d^2/df^2 sum_i log Phi(y_i f_i)`` at ``f^``.
     """
     K, y = _check_problem(K, y)
     n = K.shape[0]
@@ -183,9 +173,29 @@ def probit_log_evidence_laplace(K, y, *, tol: float = 1e-10, max_iter: int = 100
         a, f, psi = a_try, f_try, psi_try
         if converged:
             break
-    _, W = _probit_derivatives(f, y)
+    return f, a, _probit_derivatives(f, y)[1], float(psi)
+
+
+def probit_log_evidence_laplace(K, y, *, tol: float = 1e-10, max_iter: int = 100) -> float:
+    """Laplace approximation of the log evidence of probit GP classification (GPML Algorithm 3.1, eq 3.32).
+
+    Newton's method for the mode f^ of ``Psi(f) = log p(y|f) - f' K^{-1} f / 2`` in the stable form with
+    ``B = I + W^1/2 K W^1/2 = L L'`` (probit: ``W`` diagonal and positive, log-concave likelihood), then
+
+        log q(y) = -a' f^ / 2 + sum_i log Phi(y_i f^_i) - sum_i log L_ii,        f^ = K a.
+
+    Steps are halved when ``Psi`` does not increase. Known to underestimate the evidence of GP classifiers,
+    sometimes badly (Kuss & Rasmussen 2005); prefer :func:`probit_log_evidence_ep`.
+
+    >>> x = np.linspace(0, 1, 5)
+    >>> K = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / 0.5**2)   # squared exponential, l = 0.5
+    >>> round(probit_log_evidence_laplace(K, [1, 1, 1, -1, -1]), 4)   # exact: -3.2637, EP: -3.2651
+    -3.2824
+    """
+    K, y = _check_problem(K, y)
+    _, _, W, psi = probit_laplace_mode(K, y, tol=tol, max_iter=max_iter)
     sW = np.sqrt(W)
-    L = linalg.cholesky(np.eye(n) + sW[:, None] * K * sW[None, :], lower=True)
+    L = linalg.cholesky(np.eye(K.shape[0]) + sW[:, None] * K * sW[None, :], lower=True)
     return float(psi - np.sum(np.log(np.diag(L))))
 
 
