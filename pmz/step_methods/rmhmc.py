@@ -44,8 +44,6 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from pymc.blocking import DictToArrayBijection, RaveledVars
-from pymc.step_methods.arraystep import ArrayStepShared
-from pymc.step_methods.compound import Competence
 from pymc.util import get_value_vars_from_user_vars
 
 from ..families.power import PowerPosterior
@@ -53,6 +51,7 @@ from ..kernels.base import KernelParams
 from ..kernels.rmhmc import GPRiemannianHMC
 from ..model.gp import gp_structure
 from ..model.pymc import CompiledModel
+from .base import PowerPosteriorStep
 
 __all__ = ["GPRMHMC"]
 
@@ -78,7 +77,7 @@ class _DualAveraging:
         return float(np.exp(self.log_eps_bar if self.m else self.log_eps))
 
 
-class GPRMHMC(ArrayStepShared):
+class GPRMHMC(PowerPosteriorStep):
     """Riemannian-manifold HMC for a PyMC Gaussian-process model (see :mod:`pmz.step_methods.rmhmc`).
 
     Parameters
@@ -113,6 +112,7 @@ class GPRMHMC(ArrayStepShared):
 
     name = "gp_rmhmc"
     default_blocked = True
+    _transient = ("_compiled", "_family", "_state")
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (bool, []),
@@ -165,37 +165,9 @@ class GPRMHMC(ArrayStepShared):
         self._reset_chain()
 
     # ------------------------------------------------------------------ PyMC hooks
-    @staticmethod
-    def competence(var, has_grad):
-        """Never assigned automatically: ask for it with ``pm.sample(step=pmz.GPRMHMC())``."""
-        return Competence.INCOMPATIBLE
-
-    def set_rng(self, rng):
-        """A new generator means a new chain (``pm.sample`` calls this at the start of every chain)."""
-        super().set_rng(rng)
-        self.tune = True
-        self._reset_chain()
-
-    def reset_tuning(self):
-        self._reset_chain()
-
     def stop_tuning(self):
         super().stop_tuning()
         self.step_size = self._adapt.final_step_size
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_compiled"] = None  # compiled pytensor functions: rebuilt lazily in the receiving process
-        state["_family"] = None
-        state["_state"] = None
-        return state
-
-    @property
-    def family(self) -> PowerPosterior:
-        if self._family is None:
-            self._compiled = CompiledModel(self.model)
-            self._family = PowerPosterior(self._compiled)
-        return self._family
 
     def _reset_chain(self):
         self.step_size = self.initial_step_size

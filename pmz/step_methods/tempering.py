@@ -96,8 +96,6 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from pymc.blocking import DictToArrayBijection, RaveledVars
-from pymc.step_methods.arraystep import ArrayStepShared
-from pymc.step_methods.compound import Competence
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.type import discrete_dtypes
 
@@ -109,6 +107,7 @@ from ..kernels.tuning import tune_along_schedule
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
 from ..runners.tempering import uniform_log_prior
+from .base import PowerPosteriorStep
 
 __all__ = ["SimulatedTempering", "WangLandau"]
 
@@ -137,7 +136,7 @@ def _checked_value_vars(model, vars, blocked: bool, who: str):
     return value_vars
 
 
-class _TemperingStep(ArrayStepShared):
+class _TemperingStep(PowerPosteriorStep):
     """Shared machinery of :class:`SimulatedTempering` and :class:`WangLandau` (see the module docstring)."""
 
     name = "tempering"
@@ -203,33 +202,6 @@ class _TemperingStep(ArrayStepShared):
         self._reset_chain()
 
     # ------------------------------------------------------------------ PyMC hooks
-    @staticmethod
-    def competence(var, has_grad):
-        """Never assigned automatically: ask for it with ``pm.sample(step=...)``."""
-        return Competence.INCOMPATIBLE
-
-    def set_rng(self, rng):
-        """A new generator means a new chain (``pm.sample`` calls this at the start of every chain)."""
-        super().set_rng(rng)
-        self.tune = True
-        self._reset_chain()
-
-    def reset_tuning(self):
-        self._reset_chain()
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_compiled"] = None  # compiled pytensor functions: rebuilt lazily in the receiving process
-        state["_family"] = None
-        return state
-
-    @property
-    def family(self) -> PowerPosterior:
-        if self._family is None:
-            self._compiled = CompiledModel(self.model)
-            self._family = PowerPosterior(self._compiled)
-        return self._family
-
     # ------------------------------------------------------------------ chain state
     def _reset_chain(self):
         K = self.n_levels
