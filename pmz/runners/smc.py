@@ -134,6 +134,7 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
     begins_block = True
     ess_start = float(R)
     log_z = float(sequence.log_z0)
+    relative_to = (lambda n: n) if opts["gamma_relative_to"] == "pool" else (lambda n: R)  # noqa: E731
     for stage in range(max_stages):
         if t >= sequence.t_end:
             break
@@ -155,7 +156,6 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
             return n_total, lw, np.concatenate([b[3] for b in blocks])
 
         n_pool, pool_lw, pool_W = pooled()
-        relative_to = (lambda n: n) if opts["gamma_relative_to"] == "pool" else (lambda n: R)  # noqa: E731
         gamma_initial = gamma = ess(pool_lw + pool_W) / relative_to(n_pool)
         n_generate = 0
         while algorithm != "rm" and gamma < opts["gamma_threshold"] and n_generate < opts["max_generate"]:
