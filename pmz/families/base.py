@@ -53,6 +53,14 @@ class LogDensityParts:
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return LogDensityParts(self.log_f0[index], self.U[index], pick(self.grad_log_f0), pick(self.grad_U))
 
+    @staticmethod
+    def concatenate(parts) -> "LogDensityParts":
+        """The parts of several particle sets, one after the other (gradients only when every set has them)."""
+        join = lambda name: (  # noqa: E731
+            None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])
+        )
+        return LogDensityParts(join("log_f0"), join("U"), join("grad_log_f0"), join("grad_U"))
+
 
 class TemperedFamily:
     """Interface of a tempered family (see module docstring). Subclasses implement the four members.

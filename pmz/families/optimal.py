@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 from scipy.linalg import solve_banded
 
-from ..weights import logsumexp
+from ..weights import log_cess_fraction, normalized_log_weights
 from .schedules import validate_schedule
 
 __all__ = [
@@ -466,12 +466,6 @@ def decelerate(schedule, delta_max: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _log_cess_fraction(delta, log_W, U):
-    """``log(CESS / n) = 2 log sum_i W_i w_i - log sum_i W_i w_i^2`` with ``w_i = exp(delta U_i)``."""
-    a = log_W + delta * U
-    return 2.0 * logsumexp(a) - logsumexp(a + delta * U)
-
-
 def next_beta_by_cess(beta: float, log_w, U, target: float, *, beta_max: float = 1.0, tol: float = 1e-10) -> float:
     """Next inverse temperature of an adaptive schedule: the ``beta'`` whose conditional ESS fraction is ``target``.
 
@@ -514,12 +508,11 @@ def next_beta_by_cess(beta: float, log_w, U, target: float, *, beta_max: float =
     if not np.any(np.isfinite(log_w) & np.isfinite(U)):
         raise ValueError("pmz: no particle has a finite weight and a finite U")
     U = np.where(np.isnan(U), -np.inf, U)
-    log_W = np.where(np.isnan(log_w), -np.inf, log_w)
-    log_W = log_W - logsumexp(log_W)
+    log_W = normalized_log_weights(log_w)
     log_target = np.log(target)
 
     def above_target(b):
-        value = _log_cess_fraction(b - beta, log_W, U)
+        value = log_cess_fraction(log_W, (b - beta) * U)
         return np.isfinite(value) and value >= log_target
 
     if above_target(beta_max):

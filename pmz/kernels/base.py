@@ -36,6 +36,14 @@ class ParticleState:
     def take(self, index) -> "ParticleState":
         return ParticleState(self.x[index], self.parts.take(index))
 
+    @staticmethod
+    def concatenate(states) -> "ParticleState":
+        """The particles of several states, one after the other (e.g. ARM's pool of particle blocks)."""
+        if len(states) == 1:
+            return states[0]
+        x = np.concatenate([s.x for s in states])
+        return ParticleState(x, LogDensityParts.concatenate([s.parts for s in states]))
+
 
 @dataclass(frozen=True)
 class KernelParams:

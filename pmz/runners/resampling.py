@@ -16,27 +16,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..weights import normalized_weights, systematic_resample
+from ..weights import inverse_cdf, normalized_weights, systematic_resample
 
 __all__ = ["RESAMPLING_SCHEMES", "resample", "residual_resample", "stratified_resample", "multinomial_resample"]
-
-
-def _inverse_cdf(w, points):
-    return np.minimum(np.searchsorted(np.cumsum(w), points), w.size - 1)
 
 
 def stratified_resample(rng: np.random.Generator, log_w, n: int | None = None) -> np.ndarray:
     """Indices of ``n`` particles by stratified resampling: one uniform per stratum ``[j/n, (j+1)/n)``."""
     w = normalized_weights(log_w)
     n = w.size if n is None else int(n)
-    return _inverse_cdf(w, (np.arange(n) + rng.uniform(size=n)) / n)
+    return inverse_cdf(w, (np.arange(n) + rng.uniform(size=n)) / n)
 
 
 def multinomial_resample(rng: np.random.Generator, log_w, n: int | None = None) -> np.ndarray:
     """Indices of ``n`` independent draws from the weights (sorted)."""
     w = normalized_weights(log_w)
     n = w.size if n is None else int(n)
-    return _inverse_cdf(w, np.sort(rng.uniform(size=n)))
+    return inverse_cdf(w, np.sort(rng.uniform(size=n)))
 
 
 def residual_resample(rng: np.random.Generator, log_w, n: int | None = None) -> np.ndarray:

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.base import LogDensityParts
 from ..kernels.base import KernelParams, ParticleState
 from ..kernels.tuning import _weighted_scale
 from ..progress import progress_bar
 from ..records import SMCRecord
-from ..weights import ess, logsumexp
+from ..weights import ess, logsumexp, normalized_log_weights
 from .resampling import RESAMPLING_SCHEMES, resample
 
 __all__ = ["ALGORITHMS", "run_smc"]
@@ -59,21 +58,6 @@ _FIELDS = (
     "n_moves",
     "resampled",
 )
-
-
-def _normalise(log_w):
-    log_w = np.where(np.isnan(log_w), -np.inf, log_w)
-    return log_w - logsumexp(log_w)
-
-
-def _concat(states):
-    if len(states) == 1:
-        return states[0]
-    join = lambda name: (  # noqa: E731
-        None if getattr(states[0].parts, name) is None else np.concatenate([getattr(s.parts, name) for s in states])
-    )
-    parts = LogDensityParts(join("log_f0"), join("U"), join("grad_log_f0"), join("grad_U"))
-    return ParticleState(np.concatenate([s.x for s in states]), parts)
 
 
 class _Mover:
@@ -120,10 +104,10 @@ class _Mover:
 
 def _split(state, log_w, log_W_ahead, R):
     """ARM-anticipate: particle ``r`` becomes ``max(1, floor(R w~_r))`` copies, each with weight ``Wbar_r / c_r``."""
-    look_ahead = np.exp(_normalise(log_w + log_W_ahead))
+    look_ahead = np.exp(normalized_log_weights(log_w + log_W_ahead))
     copies = np.maximum(1, np.floor(R * look_ahead)).astype(np.int64)
     index = np.repeat(np.arange(copies.size), copies)
-    return state.take(index), np.repeat(_normalise(log_w) - np.log(copies), copies)
+    return state.take(index), np.repeat(normalized_log_weights(log_w) - np.log(copies), copies)
 
 
 def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_stages):
@@ -148,7 +132,7 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
         if stage > 0:  # the first particles are exact draws of p_{t_0}
             state = mover.move(rng, state, t)
         log_W, state_new = sequence.log_increment(state, t, t_new)
-        blocks = [(state, state_new, _normalise(log_w), log_W)]
+        blocks = [(state, state_new, normalized_log_weights(log_w), log_W)]
 
         def pooled():
             n_total = sum(b[0].x.shape[0] for b in blocks)
@@ -186,7 +170,7 @@ def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_st
             )
         log_z += log_increment
         ess_after = ess(post)
-        state = _concat([b[1] for b in blocks])
+        state = ParticleState.concatenate([b[1] for b in blocks])
         last = t_new >= sequence.t_end
         resampled = algorithm != "rm" or ess_after < opts["resample_threshold"] * n_pool
         if resampled:
@@ -306,7 +290,7 @@ def run_smc(
                 sequence, stream, run=run, R=R, algorithm=algorithm, mover=mover, opts=opts, rows=rows, bar=bar,
                 max_stages=max_stages,
             )
-            finals.append((state.x, _normalise(log_w) + log_z))
+            finals.append((state.x, normalized_log_weights(log_w) + log_z))
     final_x = final_log_w = None
     if keep_final:
         final_x = np.concatenate([x for x, _ in finals])

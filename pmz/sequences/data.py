@@ -21,7 +21,7 @@ import numpy as np
 from ..families.base import LogDensityParts, ModelFamily
 from ..kernels.base import ParticleState
 from ..model.reference import PriorReference
-from ..weights import logsumexp
+from ..weights import log_cess_fraction, normalized_log_weights
 from .base import SMCSequence, resolve_order
 
 __all__ = ["DataAnnealingSequence", "PartialLikelihood"]
@@ -111,10 +111,8 @@ class DataAnnealingSequence(SMCSequence):
         remaining = self.order[m:]
         L = self.compiled.log_likelihood_terms(state.x)[:, remaining]
         log_W = np.cumsum(np.where(np.isnan(L), -np.inf, L), axis=1)  # (n, remaining): adding 1, 2, ... terms
-        log_wbar = np.where(np.isnan(log_w), -np.inf, log_w)
-        log_wbar = (log_wbar - logsumexp(log_wbar))[:, None]
         with np.errstate(invalid="ignore"):
-            log_cess = 2 * logsumexp(log_wbar + log_W, axis=0) - logsumexp(log_wbar + 2 * log_W, axis=0)
+            log_cess = log_cess_fraction(normalized_log_weights(log_w)[:, None], log_W, axis=0)
         admissible = np.isfinite(log_cess) & (log_cess >= np.log(self.cess_target))
         # the CESS falls (nearly) monotonically as terms are added: add terms up to the first inadmissible batch,
         # and at least one
