@@ -72,7 +72,7 @@ def run_setting(n_points, amplitude, length_scale, repeats, quick):
             times.append(time.process_time() - t0)
             values.append(res.log_z)
             ses.append(res.log_z_se)
-            if "smc" in res.groups():
+            if "smc" in res.group_names():
                 particles.append(float(res.smc.attrs["mean_particles"]) / float(res.smc.attrs["n_base_particles"]))
         results[name] = dict(
             values=np.array(values),

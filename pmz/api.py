@@ -20,6 +20,7 @@ from .model.reference import laplace_reference
 from .registry import COMMON_DEFAULTS, DEFAULT_METHOD, METHODS
 from .results import EvidenceResult, make_result
 from .sequences.base import SMCSequence
+from .threads import blas_thread_limit, check_blas_threads
 
 __all__ = ["evidence"]
 
@@ -68,6 +69,7 @@ def _check_options(method: str, options: dict) -> dict:
             raise ValueError(f"pmz: {name} must be {kind} integer, got {value!r}")
     if "n_particles" in merged and merged["n_particles"] < 2:
         raise ValueError(f"pmz: n_particles must be at least 2, got {merged['n_particles']}")
+    merged["blas_threads"] = check_blas_threads(merged["blas_threads"])
     if "n_paths" in merged and merged["n_paths"] < 2:
         raise ValueError(f"pmz: n_paths must be at least 2 (an error bar needs several paths), got {merged['n_paths']}")
     for name in _OPTIONAL_INTS:
@@ -233,7 +235,9 @@ def evidence(
         HMC, Gibbs + HMC for discrete variables, an energy model's own kernel; or "hmc", "rwmh", "gibbs", a
         Kernel), ``n_leapfrog`` (3), ``reference`` ("prior" or "laplace"), ``potentials`` ("likelihood" tempers
         ``pm.Potential`` terms; "prior" does not), ``tune`` (True), ``n_pilot`` (256), ``n_adapt`` (4),
-        ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``, ``keep_particles``, ``compile_mode`` (e.g. "NUMBA").
+        ``n_tune_temps`` (40), ``chunk_size``, ``n_bootstrap``, ``keep_particles``, ``compile_mode`` (None: Numba
+        on PyMC 6, C on PyMC 5; or "NUMBA", "CVM", "FAST_COMPILE", ...), ``blas_threads`` (1; None leaves BLAS's
+        threads as they are, see :mod:`pmz.threads`).
 
         Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": an energy model's
         ``sample_target``, else forward end states resampled by their weights and relaxed by ``reverse_burn``
@@ -265,7 +269,8 @@ def evidence(
     Returns
     -------
     EvidenceResult
-        An ``arviz.InferenceData`` with ``.log_z``, ``.log_z_se`` and ``posterior.log_z``.
+        An ``xarray.DataTree`` (ArviZ 1, PyMC 6) or ``arviz.InferenceData`` (ArviZ 0.2x, PyMC 5) with ``.log_z``,
+        ``.log_z_se`` and ``posterior.log_z``; its attrs hold ``wall_time`` and ``compile_time`` (seconds).
 
     Examples
     --------
@@ -288,16 +293,18 @@ def evidence(
     rng = np.random.default_rng(random_seed)
     check_rng, run_rng, estimate_rng, result_rng = rng.spawn(4)
 
-    target = options["sequence"] if standalone else model if energy else _compiled_model(model, options)
-    evals0, grads0 = target.n_logp_evals, target.n_grad_evals
-    family = kernel = None
-    if spec.needs_kernel and not standalone:
-        family = _make_family(target, options["reference"])
-        kernel = _make_kernel(options, target)
-        _check_start(family, kernel, target, check_rng)
+    with blas_thread_limit(options["blas_threads"]):
+        target = options["sequence"] if standalone else model if energy else _compiled_model(model, options)
+        evals0, grads0 = target.n_logp_evals, target.n_grad_evals
+        compile0 = _compile_seconds(target)
+        family = kernel = None
+        if spec.needs_kernel and not standalone:
+            family = _make_family(target, options["reference"])
+            kernel = _make_kernel(options, target)
+            _check_start(family, kernel, target, check_rng)
 
-    record = spec.run(family, kernel, options, run_rng, progressbar, target)
-    estimate = spec.estimate(record, options, estimate_rng)
+        record = spec.run(family, kernel, options, run_rng, progressbar, target)
+        estimate = spec.estimate(record, options, estimate_rng)
     for message in estimate.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
 
@@ -313,9 +320,16 @@ def evidence(
         "n_logp_evals": target.n_logp_evals - evals0,
         "n_grad_evals": target.n_grad_evals - grads0,
         "wall_time": time.perf_counter() - t0,
+        "compile_time": _compile_seconds(target) - compile0,
+        "backend": getattr(target, "backend", "numpy"),
         **_versions(),
     }
     return make_result(estimate, record=record, particles=particles, attrs=attrs, rng=result_rng)
+
+
+def _compile_seconds(target) -> float:
+    """Seconds the target's compiled functions have spent compiling so far (0 for NumPy energy models)."""
+    return float(getattr(target, "compile_time", 0.0))
 
 
 def _option_label(value):

@@ -24,6 +24,8 @@ import json
 
 import numpy as np
 
+from .inference_data import get_group, group_names
+
 __all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc"]
 
 
@@ -49,9 +51,9 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     -------
     matplotlib Axes
     """
-    if "work" not in result.groups():
+    if "work" not in group_names(result):
         raise ValueError("pmz: this result has no work group (methods 'ais', 'bar', 'bridge', ... have one)")
-    work = result.work
+    work = get_group(result, "work")
     log_z0 = float(work.attrs.get("log_z0", 0.0))
     w_f = np.asarray(work["work_forward"]) if "work_forward" in work else None
     w_r = -np.asarray(work["work_reverse"]) if "work_reverse" in work else None
@@ -110,13 +112,13 @@ def plot_schedule(results, *, axes=None):
     import matplotlib.pyplot as plt
 
     if not isinstance(results, dict):
-        results = {results.posterior.attrs.get("method", "result"): results}
+        results = {results.method: results}
     if axes is None:
         _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
     for i, (label, res) in enumerate(results.items()):
-        if "schedule" not in res.groups():
+        if "schedule" not in group_names(res):
             raise ValueError(f"pmz: result {label!r} has no schedule group (annealing methods have one)")
-        sg = res.schedule
+        sg = get_group(res, "schedule")
         beta = np.asarray(sg["beta"])
         rule = sg.attrs.get("schedule_rule", "")
         color = f"C{i}"
@@ -124,7 +126,7 @@ def plot_schedule(results, *, axes=None):
         if "g" in sg:
             axes[1].semilogy(np.asarray(sg["pilot_beta"]), np.asarray(sg["g"]), "o-", ms=2, color=color, label=label)
         if "ess" in sg:
-            n_paths = res.work.sizes.get("path", 1) if "work" in res.groups() else 1
+            n_paths = get_group(res, "work").sizes.get("path", 1) if "work" in group_names(res) else 1
             axes[2].plot(np.linspace(0, 1, beta.size), np.asarray(sg["ess"]) / n_paths, color=color, label=label)
     axes[0].set_xlabel("k / K")
     axes[0].set_ylabel("$\\beta_k$")
@@ -149,9 +151,9 @@ def plot_tempering(result, *, axes=None, n_traces: int = 3):
     """
     import matplotlib.pyplot as plt
 
-    if "tempering" not in result.groups():
+    if "tempering" not in group_names(result):
         raise ValueError("pmz: this result has no tempering group (methods 'rts', 'ts', 'ti', 'ti_rb', 'mbar', ...)")
-    tg = result.tempering
+    tg = get_group(result, "tempering")
     if axes is None:
         _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
     beta = np.asarray(tg["beta"])
@@ -202,9 +204,9 @@ def plot_smc(result, *, axes=None, runs=None):
     """
     import matplotlib.pyplot as plt
 
-    if "smc" not in result.groups():
+    if "smc" not in group_names(result):
         raise ValueError("pmz: this result has no smc group (methods 'smc' and 'arm' have one)")
-    sg = result.smc
+    sg = get_group(result, "smc")
     if axes is None:
         _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
     run = np.asarray(sg["run"])

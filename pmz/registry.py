@@ -36,7 +36,8 @@ COMMON_DEFAULTS = {
     "potentials": "likelihood",
     "kernel": "auto",  # "auto", "hmc", "rwmh", "gibbs" or a Kernel instance
     "n_leapfrog": 3,
-    "compile_mode": None,
+    "compile_mode": None,  # None: the stack's default backend (pmz.model.backend); or a PyTensor mode name
+    "blas_threads": 1,  # BLAS threads inside the run (pmz.threads); None leaves BLAS as the process has it
     "keep_particles": True,
 }
 

@@ -1,4 +1,8 @@
-"""EvidenceResult: an ``arviz.InferenceData`` that carries a log Z estimate, its se and what produced it.
+"""EvidenceResult: the ArviZ container of a log Z estimate, its se and what produced it.
+
+On ArviZ 1 (PyMC 6) an :class:`EvidenceResult` is an ``xarray.DataTree``; on ArviZ 0.2x (PyMC 5) an
+``arviz.InferenceData``. Both have the same groups and the same ``.log_z``, ``.log_z_se``, ``.method``,
+``.reliable``; :mod:`pmz.inference_data` is the one module that tells the two apart.
 
 Groups
 ------
@@ -31,19 +35,19 @@ particles
     Final particles as constrained model variables (path, ...) with their ``log_weight``: weighted draws of
     the posterior (resample by ``exp(log_weight)`` to get equally weighted ones).
 
-All ArviZ-specific conversion lives here, so that a move to ArviZ 1 / DataTree is one change.
+ArviZ works on it as on any trace: ``az.summary(res, var_names=["log_z"])``, ``az.plot_posterior`` (ArviZ 0.2x)
+or ``az.plot_dist`` (ArviZ 1); ``res.to_netcdf(path)`` and :func:`load` round-trip it.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 
-import arviz as az
 import numpy as np
 import xarray as xr
 from scipy import stats
 
+from . import inference_data as _idata
 from .records import BidirectionalRecord, EvidenceEstimate, SMCRecord, TemperingTrace, WorkRecord
 
 __all__ = ["EvidenceResult", "make_result", "load"]
@@ -51,43 +55,65 @@ __all__ = ["EvidenceResult", "make_result", "load"]
 _SCALAR_TYPES = (int, float, np.integer, np.floating, bool, np.bool_)
 
 
-class EvidenceResult(az.InferenceData):
-    """InferenceData with ``.log_z``, ``.log_z_se`` and ``.method`` (see the module docstring for groups)."""
+class EvidenceResult(_idata.RESULT_BASE):
+    """DataTree (ArviZ 1) or InferenceData (ArviZ 0.2x) with ``.log_z``, ``.log_z_se`` and ``.method``.
+
+    See the module docstring for its groups.
+    """
+
+    __slots__ = ()
+
+    @property
+    def _run(self):
+        """The posterior group's attrs: the estimate and the run's metadata."""
+        return self["posterior"].attrs
 
     @property
     def log_z(self) -> float:
         """The log Z estimate (log evidence)."""
-        return float(self.posterior.attrs["log_z"])
+        return float(self._run["log_z"])
 
     @property
     def log_z_se(self) -> float:
         """Standard error of :attr:`log_z`."""
-        return float(self.posterior.attrs["log_z_se"])
+        return float(self._run["log_z_se"])
 
     @property
     def method(self) -> str:
-        return str(self.posterior.attrs["method"])
+        return str(self._run["method"])
 
     @property
     def run_attrs(self) -> dict:
         """Metadata of the run: options, seed, versions, wall time, log-density evaluations."""
-        return dict(self.posterior.attrs)
+        return dict(self._run)
+
+    def group_names(self) -> list[str]:
+        """The result's groups (``posterior``, ``evidence``, ``work``, ...), on either ArviZ."""
+        return _idata.group_names(self)
 
     def __repr__(self) -> str:
-        a = self.posterior.attrs
+        if "posterior" not in _idata.group_names(self):  # a child node of the DataTree
+            return super().__repr__()
+        a = self._run
         lines = [
             f"EvidenceResult  method={a.get('method')!r}",
             f"  log Z = {self.log_z:.4f} +/- {self.log_z_se:.4f} (se)",
         ]
         if "wall_time" in a:
+            compile_note = f" (compile {float(a['compile_time']):.2f} s)" if "compile_time" in a else ""
             lines.append(
-                f"  wall time {float(a['wall_time']):.2f} s, {int(a.get('n_logp_evals', 0))} log-density and "
-                f"{int(a.get('n_grad_evals', 0))} gradient evaluations"
+                f"  wall time {float(a['wall_time']):.2f} s{compile_note}, {int(a.get('n_logp_evals', 0))} "
+                f"log-density and {int(a.get('n_grad_evals', 0))} gradient evaluations"
             )
-        lines.append(f"  groups: {', '.join(self.groups())}")
+        lines.append(f"  groups: {', '.join(self.group_names())}")
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return repr(self) if "posterior" in _idata.group_names(self) else super().__str__()
+
     def _repr_html_(self):  # notebooks: the short text first, then ArviZ's own view
+        if "posterior" not in _idata.group_names(self):
+            return super()._repr_html_()
         return f"<pre>{self!r}</pre>" + super()._repr_html_()
 
 
@@ -308,15 +334,12 @@ def make_result(
         groups["work"], groups["schedule"] = _work_datasets(record)
     if record is not None and particles is not None:
         groups["particles"] = _particles_dataset(particles, record.log_weights)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return EvidenceResult(**groups)
+    return _idata.build(EvidenceResult, groups)
 
 
 def load(path) -> EvidenceResult:
     """Read a result written by ``EvidenceResult.to_netcdf(path)``; ``.log_z`` etc. are restored."""
-    idata = az.from_netcdf(path)
-    groups = {name: getattr(idata, name).load() for name in idata.groups()}
+    groups = _idata.read_netcdf(path)
     if "posterior" not in groups or "log_z" not in groups["posterior"].attrs:
         raise ValueError(f"pmz: {path} does not hold a pmz EvidenceResult (no posterior.log_z attributes)")
-    return EvidenceResult(**groups)
+    return _idata.build(EvidenceResult, groups)

@@ -54,13 +54,14 @@ def test_mvnormal_lkj_model_matches_pymc_and_uses_the_batched_solve():
         )
         m = pm.Normal("m", np.float64(0.0), np.float64(1.0), shape=3)
         pm.MvNormal("obs", m, chol=chol, observed=rng.normal(size=(20, 3)))
-    cm = CompiledModel(model)
-    X = 0.5 * rng.normal(size=(9, cm.dim))
-    lp, ll, glp, gll = cm.log_densities_and_grads(X)
+    c_backend, default = CompiledModel(model, mode="CVM"), CompiledModel(model)  # default: Numba on PyTensor 3
+    X = 0.5 * rng.normal(size=(9, c_backend.dim))
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
-    for i in range(len(X)):
-        point = cm.layout.to_point(X[i])
-        np.testing.assert_allclose(lp[i] + ll[i], logp(point), rtol=1e-10)
-        np.testing.assert_allclose(glp[i] + gll[i], dlogp(point), rtol=1e-8, atol=1e-10)
-    ops = [type(node.op).__name__ for node in cm.fn_value_grad.maker.fgraph.toposort()]
-    assert "BroadcastTriangularSolve" in ops
+    for cm in (c_backend, default):
+        lp, ll, glp, gll = cm.log_densities_and_grads(X)
+        for i in range(len(X)):
+            point = cm.layout.to_point(X[i])
+            np.testing.assert_allclose(lp[i] + ll[i], logp(point), rtol=1e-10)
+            np.testing.assert_allclose(glp[i] + gll[i], dlogp(point), rtol=1e-8, atol=1e-10)
+    ops = [type(node.op).__name__ for node in c_backend.fn_value_grad.maker.fgraph.toposort()]
+    assert "BroadcastTriangularSolve" in ops  # the C backend's rewrite (pmz.model.linalg)

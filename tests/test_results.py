@@ -1,10 +1,12 @@
-"""EvidenceResult (InferenceData), netcdf round trip, compare and bayes_factor."""
+"""EvidenceResult (DataTree on ArviZ 1, InferenceData on ArviZ 0.2x), netcdf round trip, compare and bayes_factor."""
 
 import arviz as az
 import numpy as np
 import pytest
+import xarray as xr
 
 import pmz
+from pmz.inference_data import ARVIZ_1, RESULT_BASE, build
 from pmz.records import EvidenceEstimate
 from pmz.results import make_result
 
@@ -16,7 +18,8 @@ def result():
 
 
 def test_result_is_inference_data(result):
-    assert isinstance(result, az.InferenceData)
+    assert isinstance(result, RESULT_BASE)
+    assert isinstance(result, xr.DataTree) == ARVIZ_1
     assert isinstance(result.log_z, float) and isinstance(result.log_z_se, float)
     assert result.method == "ais"
     summary = az.summary(result, var_names=["log_z"])
@@ -32,16 +35,32 @@ def test_netcdf_round_trip(result, tmp_path):
     back = pmz.load(str(path))
     assert isinstance(back, pmz.EvidenceResult)
     assert back.log_z == result.log_z and back.log_z_se == result.log_z_se and back.method == result.method
-    assert set(back.groups()) == set(result.groups())
+    assert set(back.group_names()) == set(result.group_names())
     np.testing.assert_array_equal(back.work["work_forward"].values, result.work["work_forward"].values)
     assert back.run_attrs["pmz_version"] == pmz.__version__
 
 
 def test_load_rejects_foreign_files(tmp_path):
     path = tmp_path / "other.nc"
-    az.from_dict(posterior={"x": np.zeros((1, 5))}).to_netcdf(str(path))
+    posterior = xr.Dataset({"x": (("chain", "draw"), np.zeros((1, 5)))})
+    build(RESULT_BASE, {"posterior": posterior}).to_netcdf(str(path))
     with pytest.raises(ValueError, match="EvidenceResult"):
         pmz.load(str(path))
+
+
+def test_arviz_posterior_plot(result):
+    """ArviZ's own posterior plot draws the log Z draws (plot_dist on ArviZ 1, plot_posterior on ArviZ 0.2x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if ARVIZ_1:
+        az.plot_dist(result, var_names=["log_z"])
+    else:
+        az.plot_posterior(result, var_names=["log_z"])
+    assert plt.gcf().axes
+    plt.close("all")
 
 
 def test_normal_draws_reproduce_estimate():

@@ -250,14 +250,14 @@ def test_result_plot_roundtrip_and_reproducibility(tmp_path):
     a = _quiet_evidence(truth.model, method="arm", random_seed=7, n_particles=200, n_runs=2)
     b = _quiet_evidence(truth.model, method="arm", random_seed=7, n_particles=200, n_runs=2)
     assert a.log_z == b.log_z and a.log_z_se == b.log_z_se
-    assert {"posterior", "evidence", "smc", "particles"} <= set(a.groups())
+    assert {"posterior", "evidence", "smc", "particles"} <= set(a.group_names())
     assert a.smc.sizes["run_index"] == 2
     axes = pmz.plot_smc(a)
     assert len(axes) == 3
     path = tmp_path / "arm.nc"
     a.to_netcdf(path)
     loaded = pmz.load(path)
-    assert loaded.log_z == a.log_z and "smc" in loaded.groups()
+    assert loaded.log_z == a.log_z and "smc" in loaded.group_names()
     weights = np.exp(np.asarray(a.particles["log_weight"]))
     assert weights.size == 400 and weights.sum() == pytest.approx(1.0)
 

@@ -185,7 +185,7 @@ def test_evidence_on_conjugate_models(system, method):
     res = pmz.evidence(truth.model, method=method, random_seed=3, progressbar=False, n_sweeps=400, n_temps=30)
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     assert 0 < res.log_z_se < 0.1
-    assert "tempering" in res.groups() and res.tempering.sizes["level"] == 31
+    assert "tempering" in res.group_names() and res.tempering.sizes["level"] == 31
     # the same run's plain TI (corrected rule) and counts-based TS, from the result's diagnostics
     for other in ("ti_corrected", "ts"):
         value, se = float(res.evidence[f"log_z_{other}"]), float(res.evidence[f"log_z_se_{other}"])
@@ -203,11 +203,11 @@ def test_result_groups_other_estimators_and_plot(tmp_path):
     np.testing.assert_allclose(float(tg["log_z_k"][-1]), res.log_z)
     for other in ("rts", "ts", "ti", "ti_rb"):
         assert abs(float(res.evidence[f"log_z_{other}"]) - truth.log_z) < 0.5
-    assert "particles" in res.groups() and "log_weight" in res.particles
+    assert "particles" in res.group_names() and "log_weight" in res.particles
     path = tmp_path / "rts.nc"
     res.to_netcdf(path)
     back = pmz.load(path)
-    assert back.log_z == res.log_z and "tempering" in back.groups()
+    assert back.log_z == res.log_z and "tempering" in back.group_names()
     import matplotlib
 
     matplotlib.use("Agg")

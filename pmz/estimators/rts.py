@@ -47,9 +47,9 @@ def series_se(series) -> float:
         return float("nan")
     if np.ptp(series) == 0:
         return 0.0
-    import arviz as az
+    from ..inference_data import mcse_mean
 
-    return float(np.asarray(az.mcse(series[None, :], method="mean")).ravel()[0])
+    return mcse_mean(series[None, :])
 
 
 def _delta_se(batch_c, c, sizes):

@@ -19,7 +19,12 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
+
+try:  # PyTensor 2: integer-vector indexing has its own op; PyTensor 3 folds it into AdvancedSubtensor
+    from pytensor.tensor.subtensor import AdvancedSubtensor1
+except ImportError:  # pragma: no cover - PyTensor 3
+    AdvancedSubtensor1 = AdvancedSubtensor
 
 from .linalg import REWRITE_TAG
 

@@ -17,7 +17,11 @@ from pytensor.graph.op import Op
 from pytensor.compile import optdb
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.slinalg import SolveTriangular
+
+try:  # PyTensor 3
+    from pytensor.tensor.linalg import SolveTriangular
+except ImportError:  # pragma: no cover - PyTensor 2
+    from pytensor.tensor.slinalg import SolveTriangular
 
 __all__ = ["BroadcastTriangularSolve", "REWRITE_TAG"]
 

@@ -22,17 +22,16 @@ from numbers import Integral
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.compile.mode import get_mode
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.basic import in2out
-from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
 from pytensor.tensor.type import discrete_dtypes
 
 import pymc as pm
 
 from . import indexing as _indexing  # noqa: F401  (registers the batched-take rewrite)
-from .linalg import REWRITE_TAG
+from .backend import CompileClock, backend_name, resolve_mode
 from .points import FlatLayout, layout_from_model
 
 try:  # pytensor >= 2.31
@@ -62,6 +61,24 @@ def _improper_prior_names(model) -> list[str]:
 
 def _discrete_free_names(model) -> list[str]:
     return [rv.name for rv in model.free_RVs if rv.type.dtype in discrete_dtypes]
+
+
+def _non_finite_observed_names(model) -> list[str]:
+    """Observed variables whose data hold NaN or inf (e.g. set by ``pm.set_data``), or a numpy masked array.
+
+    Checked before compiling: the C backend would return a NaN log density, the Numba backend refuses the
+    masked array outright; either way the user should hear which variable's data are at fault.
+    """
+    names = []
+    for rv in model.observed_RVs:
+        data = model.rvs_to_values[rv]
+        try:
+            value = data.get_value(borrow=True) if hasattr(data, "get_value") else data.eval()
+        except Exception:  # data that depend on other variables: left to the start check
+            continue
+        if np.ma.isMaskedArray(value) or not np.all(np.isfinite(np.asarray(value, dtype=float))):
+            names.append(rv.name)
+    return names
 
 
 def _default_block_size(model, dim: int) -> int:
@@ -101,8 +118,9 @@ class CompiledModel:
     model : pymc.Model
     potentials : {"likelihood", "prior"}
         Which part the ``pm.Potential`` terms join. Default "likelihood": they are tempered.
-    mode : str, optional
-        pytensor compilation mode (e.g. ``"NUMBA"`` with the ``numba`` extra installed).
+    mode : str or pytensor Mode, optional
+        PyTensor compilation mode; default: the stack's own backend (Numba on PyTensor 3, C on PyTensor 2),
+        see :mod:`pmz.model.backend`.
     block_size : int, optional
         Particles per compiled call; larger batches are evaluated block by block. Default: chosen so that
         one block's intermediates stay cache-sized.
@@ -114,6 +132,10 @@ class CompiledModel:
     dim : int
     n_logp_evals, n_grad_evals : int
         Particle evaluations so far, without and with gradients.
+    compile_time : float
+        Seconds spent compiling this model's functions so far (graph lowering and JIT code generation).
+    backend : str
+        The backend the functions are compiled for (``"numba"``, ``"c"``, ...).
 
     Examples
     --------
@@ -129,9 +151,17 @@ class CompiledModel:
             raise ValueError(f"potentials must be one of {_POTENTIAL_PLACES}, got {potentials!r}")
         if not model.value_vars:
             raise ModelSpecificationError("pmz: the model has no free random variables")
+        bad_data = _non_finite_observed_names(model)
+        if bad_data:
+            raise ModelSpecificationError(
+                f"pmz: the observed data of {bad_data} hold NaN or inf, so the log density is not finite. "
+                "Remove or impute the missing values (a plain array with NaN passed to observed= is imputed by PyMC)."
+            )
         self.model = model
         self.potentials = potentials
-        self.mode = mode
+        self.mode = resolve_mode(mode)
+        self.backend = backend_name(self.mode)
+        self.compile_clock = CompileClock()
         self.layout: FlatLayout = layout_from_model(model)
         self.dim = self.layout.dim
         self.improper_priors = _improper_prior_names(model)
@@ -187,12 +217,18 @@ class CompiledModel:
         self._X = X
         self._lp, self._ll = lp + zeros, ll + zeros  # constant parts still get one entry per particle
 
+    @property
+    def compile_time(self) -> float:
+        return self.compile_clock.seconds
+
+    def _compile_inputs(self, inputs, outputs):
+        """One compiled function of ``inputs`` in :attr:`mode`, its compile time (first call included) clocked."""
+        with self.compile_clock.timed(), self.model:
+            fn = _compile_pymc(inputs, outputs, mode=self.mode, on_unused_input="ignore")
+        return self.compile_clock.first_call(fn)
+
     def _compile(self, outputs):
-        mode = self.mode
-        if mode in (None, "FAST_RUN"):  # C backend: batch triangular solves in NumPy (see pmz.model.linalg)
-            mode = get_mode(mode).including(REWRITE_TAG)
-        with self.model:
-            return _compile_pymc([self._X], outputs, mode=mode, on_unused_input="ignore")
+        return self._compile_inputs([self._X], outputs)
 
     @property
     def fn_value(self):
@@ -235,11 +271,7 @@ class CompiledModel:
         self._lp_w, self._U_w = self._lp, pt.dot(L, w) + pt.zeros((X.shape[0],), dtype="float64")
 
     def _compile_with_weights(self, outputs):
-        mode = self.mode
-        if mode in (None, "FAST_RUN"):
-            mode = get_mode(mode).including(REWRITE_TAG)
-        with self.model:
-            return _compile_pymc([self._X, self._w], outputs, mode=mode, on_unused_input="ignore")
+        return self._compile_inputs([self._X, self._w], outputs)
 
     def _term_functions(self, which):
         if getattr(self, "_fn_terms", None) is None:
@@ -247,8 +279,7 @@ class CompiledModel:
             self._fn_terms = {}
         if which not in self._fn_terms:
             if which == "terms":
-                with self.model:
-                    fn = _compile_pymc([self._X], [self._terms_X], mode=self.mode, on_unused_input="ignore")
+                fn = self._compile([self._terms_X])
             elif which == "weighted":
                 fn = self._compile_with_weights([self._lp_w, self._U_w])
             else:
@@ -311,8 +342,7 @@ class CompiledModel:
         """Compiled function ``x (dim,) -> Hessian of log prior + log lik`` (dense, by pytensor)."""
         total = self._log_prior_1 + self._log_lik_1
         hess = pytensor.gradient.hessian(total, self._x)
-        with self.model:
-            return _compile_pymc([self._x], hess, mode=self.mode, on_unused_input="ignore")
+        return self._compile_inputs([self._x], hess)
 
     def to_constrained(self, X) -> dict[str, np.ndarray]:
         """Flat particles ``(n, dim)`` -> ``{rv_name: constrained values (n, *shape)}`` (one batched call)."""
@@ -320,8 +350,7 @@ class CompiledModel:
             named = _constrained_graph(self.model, self._x)
             self._constrained_names = list(named)
             batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
-            with self.model:
-                self._fn_constrained = _compile_pymc([self._X], batched, mode=self.mode, on_unused_input="ignore")
+            self._fn_constrained = self._compile(batched)
         X = np.ascontiguousarray(X, dtype=np.float64)
         values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
@@ -339,15 +368,14 @@ class CompiledModel:
                 transform = self.model.rvs_to_transforms.get(rv)
                 value = placeholders[rv]
                 if transform is not None:
-                    inputs = pytensor.clone_replace(list(rv.owner.inputs), replace=placeholders)
+                    inputs = clone_replace(list(rv.owner.inputs), replace=placeholders)
                     value = transform.forward(value, *inputs)
                 pieces.append(pt.as_tensor(value).astype("float64").ravel())
             flat = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
             batched_in = [pt.tensor(dtype=rv.type.dtype, shape=(None, *rv.type.shape)) for rv in self.model.free_RVs]
             batched = vectorize_graph(flat, replace=dict(zip(placeholders.values(), batched_in)))
             self._unconstrained_inputs = [rv.name for rv in self.model.free_RVs]
-            with self.model:
-                self._fn_unconstrained = _compile_pymc(batched_in, batched, mode=self.mode, on_unused_input="ignore")
+            self._fn_unconstrained = self._compile_inputs(batched_in, batched)
         missing = [name for name in self._unconstrained_inputs if name not in draws]
         if missing:
             raise ValueError(f"pmz: the draws lack the free variable(s) {missing}")
@@ -401,6 +429,6 @@ def _constrained_graph(model, x):
         if transform is None:
             constrained[rv] = piece
             continue
-        inputs = pytensor.clone_replace(list(rv.owner.inputs), replace=constrained) if constrained else rv.owner.inputs
+        inputs = clone_replace(list(rv.owner.inputs), replace=constrained) if constrained else rv.owner.inputs
         constrained[rv] = transform.backward(piece, *inputs)
     return {rv.name: pt.as_tensor(value) for rv, value in constrained.items()}

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..inference_data import ess_bulk, get_group, is_inference_data
 from ..weights import systematic_resample
 
 __all__ = ["posterior_to_flat", "nuts_draws", "resampled_starts", "chain_ess"]
 
 
 def _posterior_group(posterior):
-    if hasattr(posterior, "posterior"):  # InferenceData
-        return posterior.posterior
+    if is_inference_data(posterior):  # pm.sample's InferenceData (PyMC 5) or DataTree (PyMC 6)
+        group = get_group(posterior, "posterior")
+        if group is None:
+            raise ValueError("pmz: the posterior draws have no 'posterior' group")
+        return group
     return posterior  # an xarray Dataset or a dict of arrays
 
 
@@ -31,7 +35,7 @@ def posterior_to_flat(compiled, posterior, n: int | None = None):
     Parameters
     ----------
     compiled : CompiledModel
-    posterior : arviz.InferenceData, xarray.Dataset with dims (chain, draw, ...), or dict ``name -> (n, ...)``
+    posterior : pm.sample result (arviz.InferenceData or xarray.DataTree), xarray.Dataset with dims (chain, draw, ...), or dict ``name -> (n, ...)``
     n : int, optional
         Keep at most this many draws (evenly spaced, all chains).
 
@@ -100,8 +104,6 @@ def resampled_starts(forward, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def chain_ess(values, chain) -> float:
     """Effective sample size of a scalar quantity over MCMC draws grouped by chain (ArviZ's rank-normalised ESS)."""
-    import arviz as az
-
     values = np.asarray(values, dtype=float)
     chain = np.asarray(chain)
     ids = np.unique(chain)
@@ -109,5 +111,5 @@ def chain_ess(values, chain) -> float:
     if length < 4:
         return float(values.size)
     stacked = np.stack([values[chain == c][:length] for c in ids])
-    ess = float(az.ess(stacked, method="bulk"))
+    ess = ess_bulk(stacked)
     return float(np.clip(ess, 1.0, values.size)) if np.isfinite(ess) else float(values.size)

@@ -41,6 +41,7 @@ import numpy as np
 import xarray as xr
 
 from ..estimators.rts import rts_from_draws
+from ..inference_data import get_group, is_inference_data
 from ..records import EvidenceEstimate
 from ..weights import ess, logsumexp
 
@@ -51,9 +52,9 @@ _STATS = ("rb_probs", "log_zhat", "log_prior")
 
 def _tempering_stats(idata):
     """``{name: (chain, draw, K)}`` arrays of the three tempering stats, looked up by name in ``sample_stats``."""
-    stats = getattr(idata, "sample_stats", None)
+    stats = get_group(idata, "sample_stats") if is_inference_data(idata) else None
     if stats is None:
-        raise ValueError("pmz: the InferenceData has no sample_stats group; sample with pm.sample(step=...)")
+        raise ValueError("pmz: the trace has no sample_stats group; sample with pm.sample(step=...)")
     missing = [name for name in _STATS if name not in stats]
     if missing:
         raise ValueError(
@@ -79,7 +80,7 @@ def rts(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstimate:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         From ``pm.sample(step=pmz.SimulatedTempering(...))`` or ``pmz.WangLandau``; only ``sample_stats`` (the
         post-tuning draws; tuning draws kept by ``discard_tuned_samples=False`` are in ``warmup_sample_stats`` and
         are not used) is read.
