@@ -93,3 +93,17 @@ def test_pm_sample_result_is_read_on_either_arviz():
     res = pmz.evidence(system.model, method="bridge", posterior=idata, random_seed=4, progressbar=False)
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.02
     assert res.log_z_se < 0.05
+
+
+def test_step_method_compile_mode():
+    """The step methods take compile_mode= like pmz.evidence, and keep it across pickling (pm.sample's workers)."""
+    import cloudpickle as pickle  # what pm.sample uses to send steps to its workers
+
+    system = pmz.systems.normal_mean()
+    with system.model:
+        step = pmz.SimulatedTempering(n_temps=4, n_pilot=16, compile_mode="CVM")
+    assert step._compiled.backend == "c"
+    clone = pickle.loads(pickle.dumps(step))
+    assert clone.compile_mode == "CVM" and clone._family is None  # rebuilt lazily in the receiving process
+    clone.family
+    assert clone._compiled.backend == "c"

@@ -31,7 +31,7 @@ class PowerPosteriorStep(ArrayStepShared):
     @property
     def family(self) -> PowerPosterior:
         if self._family is None:
-            self._compiled = CompiledModel(self.model)
+            self._compiled = CompiledModel(self.model, mode=getattr(self, "compile_mode", None))
             self._family = PowerPosterior(self._compiled)
         return self._family
 

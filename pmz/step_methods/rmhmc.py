@@ -94,6 +94,8 @@ class GPRMHMC(PowerPosteriorStep):
         Tolerance and iteration limit of the implicit updates (see :class:`pmz.kernels.rmhmc.GPRiemannianHMC`).
     max_energy_error : float
         Energy error above which a draw is flagged as diverging.
+    compile_mode : str or pytensor Mode, optional
+        PyTensor backend of the batched log density (default: the stack's own, see :mod:`pmz.model.backend`).
     model : pymc.Model, optional
     rng : seed or numpy Generator, optional
         Replaced by ``pm.sample`` with a per-chain generator derived from ``random_seed``.
@@ -133,6 +135,7 @@ class GPRMHMC(PowerPosteriorStep):
         fixed_point_tol: float = 1e-6,
         max_fixed_point: int = 50,
         max_energy_error: float = 1000.0,
+        compile_mode=None,
         model=None,
         rng=None,
         blocked: bool = True,
@@ -157,7 +160,8 @@ class GPRMHMC(PowerPosteriorStep):
         self.initial_step_size = float(step_size)
         self.target_accept = float(target_accept)
         self.max_energy_error = float(max_energy_error)
-        self._compiled = CompiledModel(model)
+        self.compile_mode = compile_mode
+        self._compiled = CompiledModel(model, mode=compile_mode)
         self._family = PowerPosterior(self._compiled)
         self.layout = self._compiled.layout
         self.tune = True

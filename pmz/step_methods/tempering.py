@@ -153,6 +153,7 @@ class _TemperingStep(PowerPosteriorStep):
         level_move: str = "gibbs",
         n_leapfrog: int = 10,
         n_pilot: int = 256,
+        compile_mode=None,
         model=None,
         rng=None,
         blocked: bool = True,
@@ -178,7 +179,8 @@ class _TemperingStep(PowerPosteriorStep):
         self.level_move = level_move
         self.n_pilot = int(n_pilot)
         self.kernel = HamiltonianMC(n_leapfrog=n_leapfrog)
-        self._compiled = CompiledModel(model)
+        self.compile_mode = compile_mode
+        self._compiled = CompiledModel(model, mode=compile_mode)
         self._family = PowerPosterior(self._compiled)  # refuses improper priors early
         self.layout = self._compiled.layout
 
@@ -304,6 +306,8 @@ class SimulatedTempering(_TemperingStep):
         Adapt ``log_zhat`` during tuning (Rao-Blackwellised stochastic approximation, gain ``min(0.1, 1/t)``).
     n_pilot : int
         Particles of the pilot that tunes the per-level kernels at each chain's start.
+    compile_mode : str or pytensor Mode, optional
+        PyTensor backend of the batched log density (default: the stack's own, see :mod:`pmz.model.backend`).
     model : pymc.Model, optional
     rng : seed or numpy Generator, optional
         Replaced by ``pm.sample`` with a per-chain generator derived from ``random_seed``.
@@ -324,6 +328,7 @@ class SimulatedTempering(_TemperingStep):
         n_leapfrog: int = 10,
         adapt_weights: bool = True,
         n_pilot: int = 256,
+        compile_mode=None,
         model=None,
         rng=None,
         blocked: bool = True,
@@ -337,6 +342,7 @@ class SimulatedTempering(_TemperingStep):
             level_move=level_move,
             n_leapfrog=n_leapfrog,
             n_pilot=n_pilot,
+            compile_mode=compile_mode,
             model=model,
             rng=rng,
             blocked=blocked,
@@ -395,6 +401,7 @@ class WangLandau(_TemperingStep):
         gamma0: float = 1.0,
         flatness: float = 0.2,
         n_pilot: int = 256,
+        compile_mode=None,
         model=None,
         rng=None,
         blocked: bool = True,
@@ -413,6 +420,7 @@ class WangLandau(_TemperingStep):
             level_move=level_move,
             n_leapfrog=n_leapfrog,
             n_pilot=n_pilot,
+            compile_mode=compile_mode,
             model=model,
             rng=rng,
             blocked=blocked,
