@@ -107,3 +107,20 @@ def test_step_method_compile_mode():
     assert clone.compile_mode == "CVM" and clone._family is None  # rebuilt lazily in the receiving process
     clone.family
     assert clone._compiled.backend == "c"
+
+
+def test_posterior_group_node_is_read_too():
+    """``idata["posterior"]`` (a DataTree node on PyMC 6) or ``idata.posterior`` (a Dataset on PyMC 5) works as well as
+    the whole trace: the same flat draws."""
+    from pmz.inference_data import build, RESULT_BASE
+    from pmz.runners.starts import posterior_to_flat
+
+    system = pmz.systems.normal_mean()
+    cm = CompiledModel(system.model)
+    post = xr.Dataset({"mu": (("chain", "draw"), np.linspace(-1, 1, 20).reshape(2, 10))})
+    trace = build(RESULT_BASE, {"posterior": post})
+    whole, chain = posterior_to_flat(cm, trace)
+    node, _ = posterior_to_flat(cm, trace["posterior"] if ARVIZ_1 else trace.posterior)
+    np.testing.assert_array_equal(whole, node)
+    np.testing.assert_array_equal(chain, np.repeat([0, 1], 10))
+    np.testing.assert_allclose(whole[:, 0], np.linspace(-1, 1, 20))

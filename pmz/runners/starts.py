@@ -13,6 +13,7 @@ preference (Habeck 2017 section 3; METHODS.md section 1):
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 from ..inference_data import ess_bulk, get_group, is_inference_data
 from ..weights import systematic_resample
@@ -23,6 +24,8 @@ __all__ = ["posterior_to_flat", "nuts_draws", "resampled_starts", "chain_ess"]
 def _posterior_group(posterior):
     if is_inference_data(posterior):  # pm.sample's InferenceData (PyMC 5) or DataTree (PyMC 6)
         group = get_group(posterior, "posterior")
+        if group is None and isinstance(posterior, xr.DataTree) and posterior.data_vars:
+            group = posterior.to_dataset()  # the posterior node itself: idata["posterior"] on PyMC 6
         if group is None:
             raise ValueError("pmz: the posterior draws have no 'posterior' group")
         return group
