@@ -63,6 +63,18 @@ def _discrete_free_names(model) -> list[str]:
     return [rv.name for rv in model.free_RVs if rv.type.dtype in discrete_dtypes]
 
 
+def _observed_value(data):
+    """The value of an observed variable's data without compiling anything (constants, shared data), or None."""
+    if isinstance(data, Constant):
+        return data.data
+    if hasattr(data, "get_value"):
+        return data.get_value(borrow=True)
+    try:  # an expression of data: evaluated once with the Python linker (no C or Numba compilation)
+        return data.eval(mode="FAST_COMPILE")
+    except Exception:
+        return None
+
+
 def _non_finite_observed_names(model) -> list[str]:
     """Observed variables whose data hold NaN or inf (e.g. set by ``pm.set_data``), or a numpy masked array.
 
@@ -71,10 +83,8 @@ def _non_finite_observed_names(model) -> list[str]:
     """
     names = []
     for rv in model.observed_RVs:
-        data = model.rvs_to_values[rv]
-        try:
-            value = data.get_value(borrow=True) if hasattr(data, "get_value") else data.eval()
-        except Exception:  # data that depend on other variables: left to the start check
+        value = _observed_value(model.rvs_to_values[rv])
+        if value is None:  # data that depend on other variables: left to the start check
             continue
         if np.ma.isMaskedArray(value) or not np.all(np.isfinite(np.asarray(value, dtype=float))):
             names.append(rv.name)
@@ -87,7 +97,7 @@ def _default_block_size(model, dim: int) -> int:
     Large batches of a model with many observations are memory-bound; evaluating them block by block
     (each block one vectorised call) is several times faster than one huge call.
     """
-    n_obs = sum(int(np.size(model.rvs_to_values[rv].eval())) for rv in model.observed_RVs)
+    n_obs = sum(int(np.size(_observed_value(model.rvs_to_values[rv]))) for rv in model.observed_RVs)
     per_particle = max(n_obs + dim, 1)
     block = 2 ** int(np.floor(np.log2(max(131072 // per_particle, 1))))
     return int(np.clip(block, 32, 4096))
