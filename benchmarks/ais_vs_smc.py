@@ -85,7 +85,7 @@ def smc_log_marginal_likelihood(idata) -> float:
     the number of chains:
 
     * ``chains=1`` (used here): a float array of shape (chain=1, draw=n_stages), e.g.
-      ``[[nan, nan, -27.7]]``;
+      ``[[nan, nan, -27.7]]`` (PyMC 5), or of shape (n_stages,) (PyMC 6);
     * ``chains>1``: chains can have different numbers of stages, so PyMC stores an object array of shape
       (chain, draw?) whose entries are per-chain lists of per-stage values.
 
@@ -93,7 +93,9 @@ def smc_log_marginal_likelihood(idata) -> float:
     estimate; with several chains the estimates are averaged on the log scale (PyMC's own convention in
     its docs/examples). For ``chains=1`` this is just the final stage's value.
     """
-    values = np.asarray(idata.sample_stats["log_marginal_likelihood"].values)
+    values = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values)
+    if values.dtype != object and values.ndim == 1:  # PyMC 6, chains=1: one entry per stage, no chain axis
+        values = values[None, :]
     per_chain = []
     for chain_values in values:  # first axis: chain
         flat = np.asarray(list(_flatten(chain_values)), dtype=float)

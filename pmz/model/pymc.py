@@ -268,9 +268,9 @@ class CompiledModel:
         terms = graph_replace(terms, self._value_replacements(x), strict=False)
         terms = _checks_to_switches(terms)
         vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
-        sizes = pytensor.function([x], [pt.as_tensor(t).size for t in terms], on_unused_input="ignore")(
-            np.zeros(self.dim)
-        )
+        sizes = pytensor.function(  # shapes only: the Python linker, nothing to compile
+            [x], [pt.as_tensor(t).size for t in terms], on_unused_input="ignore", mode="FAST_COMPILE"
+        )(np.zeros(self.dim))
         self.term_names = [t.name or f"term_{i}" for i, t in enumerate(lik_terms)]
         self.term_sizes = [int(n) for n in sizes]
         self.n_terms = int(sum(self.term_sizes))

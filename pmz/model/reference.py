@@ -24,7 +24,7 @@ from scipy import optimize
 
 from pymc.pytensorf import reseed_rngs
 
-from .pymc import CompiledModel, _compile_pymc
+from .pymc import CompiledModel
 
 __all__ = ["PriorReference", "GaussianReference", "StudentTReference", "laplace_reference", "find_map"]
 
@@ -58,8 +58,8 @@ class PriorReference:
         self._fn = None
 
     def _build(self):
-        with self.model:
-            self._fn = _compile_pymc([], _value_space_draw_graph(self.model))
+        # the model's own backend and compile clock (compile_mode= and compile_time cover the prior sampler)
+        self._fn = self.compiled._compile_inputs([], _value_space_draw_graph(self.model))
         self._shared_rngs = [
             i.variable for i in self._fn.maker.inputs if isinstance(i.variable.type, RandomGeneratorType)
         ]
