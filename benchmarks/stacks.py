@@ -24,6 +24,10 @@ private cache:
   (``time.perf_counter`` around the call) and ``res.run_attrs["compile_time"]`` (pmz's own clock of the
   seconds spent compiling in that call; PyTensor's graph rewriting and lowering, and for Numba the JIT code
   generation at the first call), plus ``import pymc, pmz`` before it;
+* **other first-call cost**: first call wall - compile_time - run after compile (what pmz's compile clock does not
+  see: building the graphs, the backend's first use in the process);
+* **model's first compilation on the machine**: the first call of the earlier, untimed-otherwise worker that put
+  this model into the backend's private cache (ops already compiled for an earlier model in the list are reused);
 * **run after compile**: a second call on the same model object (compiled functions cached in-process);
 * **new model, same session**: the same system rebuilt as a new model object and solved again in the same
   process (``compile_time`` of that call: pmz compiles once per model object);

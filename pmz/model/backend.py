@@ -1,16 +1,23 @@
 """Which PyTensor backend pmz compiles its batched log densities with, and what compiling costs.
 
-PyMC 5 (PyTensor 2) compiles to C by default; PyMC 6 (PyTensor 3) to Numba. pmz follows each stack's default,
-because that is what measured fastest for batched log density + gradient (docs/benchmarks.md, "Compile time and
-per-particle cost by backend"):
+PyMC 6 (PyTensor 3) compiles to Numba by default, PyMC 5 (PyTensor 2) to C. pmz follows each stack's default
+(measurements in docs/benchmarks.md, "Both stacks" and "Blockwise nodes"):
 
-* **Numba** (PyTensor 3's default): ``Blockwise`` nodes (batched triangular solves, batched integer indexing
-  of discrete variables) are compiled into loops, so no pmz rewrite is needed, and every op is fused into one
-  machine-code function. 3-5x cheaper per particle than the C backend on the benchmark models.
-* **C** (``"FAST_RUN"`` / ``"CVM"``, PyTensor 2's default): ``Blockwise`` nodes fall back to a Python loop
-  per batch entry, so pmz swaps them at compile time for NumPy ops that act on the whole batch
-  (:mod:`pmz.model.linalg`, :mod:`pmz.model.indexing`). These rewrites are for the C backend only: under Numba
-  they would drop back to Python object mode.
+* **Numba** (PyTensor 3): 3-6x cheaper per particle than the C backend for log density + gradient on the
+  benchmark models, with a first call in a later session as fast as C's (0.2-0.8 s of compilation on a warm
+  disk cache; a machine's first-ever compilation costs more, 6-21 s). ``Blockwise`` nodes (batched triangular
+  solves, discrete variables used as indices) are compiled into loops by Numba itself, which measured faster
+  than pmz's NumPy rewrites below, so those are not applied.
+* **C** (PyTensor 2, ``"CVM"``): ``Blockwise`` nodes fall back to a Python loop per batch entry, so pmz swaps
+  them at compile time for NumPy ops over the whole batch (:mod:`pmz.model.linalg`, :mod:`pmz.model.indexing`).
+  On PyTensor 2 Numba is also 2.5-4x cheaper per particle, but pmz keeps C there: it is what PyMC 5 compiles its
+  own functions with (one disk cache), its first-ever compilation is 1.2-2.6x faster, and PyTensor 2's Numba
+  took 109 s (C: 9 s, both on a loaded machine) to compile a mixture with a discrete label per observation. Long runs on PyMC 5
+  gain from ``compile_mode="NUMBA"``.
+
+Numba compiles pmz's functions without ``fastmath``: with it, a function JIT-compiled afresh and the same function
+loaded from PyTensor's disk cache differed in the 8th digit, so the same seed gave different bits in a process
+that compiled and in one that loaded (``pm.sample(cores=2)``), on a machine's first run.
 
 ``compile_mode=`` (an option of :func:`pmz.evidence` and the step methods) overrides the choice: any PyTensor
 mode name (``"NUMBA"``, ``"CVM"``, ``"FAST_RUN"``, ``"FAST_COMPILE"``, ``"JAX"`` with jax installed) or a
@@ -20,14 +27,14 @@ mode name (``"NUMBA"``, ``"CVM"``, ``"FAST_RUN"``, ``"FAST_COMPILE"``, ``"JAX"``
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import pytensor
 from pytensor.compile.mode import Mode, get_mode
 
 from .linalg import REWRITE_TAG
 
-__all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "CompileClock"]
+__all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "compile_flags", "CompileClock"]
 
 PYTENSOR_MAJOR = int(pytensor.__version__.split(".")[0])
 
@@ -67,6 +74,13 @@ def backend_name(mode: Mode) -> str:
     return "c" if _is_c_backend(mode) else "py"
 
 
+def compile_flags():
+    """PyTensor flags pmz compiles under: Numba without fastmath (same bits whether compiled or loaded from cache)."""
+    if hasattr(pytensor.config, "numba__fastmath"):
+        return pytensor.config.change_flags(numba__fastmath=False)
+    return nullcontext()
+
+
 class CompileClock:
     """Seconds spent compiling, summed over a compiled model's functions (reported as ``compile_time``).
 
@@ -80,9 +94,11 @@ class CompileClock:
 
     @contextmanager
     def timed(self):
+        """Clock the block; compile in it with pmz's backend flags (:func:`compile_flags`)."""
         t0 = time.perf_counter()
         try:
-            yield
+            with compile_flags():
+                yield
         finally:
             self.seconds += time.perf_counter() - t0
 
