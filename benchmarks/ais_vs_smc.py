@@ -61,6 +61,7 @@ warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
 import pytensor  # noqa: E402
 from _common import DOC, ROOT, calibrate_linear, cpu_name, existing_notes, run_evidence, update_doc  # noqa: E402
+from _common import smc_log_marginal_likelihood as smc_log_evidence  # noqa: E402
 
 import pymc as pm  # noqa: E402
 
@@ -78,41 +79,8 @@ WARMUP_SEED = 10_000
 
 # ------------------------------------------------------------------------------------------------ SMC
 def smc_log_marginal_likelihood(idata) -> float:
-    """SMC's log evidence estimate from ``idata.sample_stats["log_marginal_likelihood"]``.
-
-    PyMC records the statistic once per SMC stage; it is NaN at every stage except the last (the running
-    sum of the per-stage log mean weights is only reported once beta reaches 1). The container depends on
-    the number of chains:
-
-    * ``chains=1`` (used here): a float array of shape (chain=1, draw=n_stages), e.g.
-      ``[[nan, nan, -27.7]]`` (PyMC 5), or of shape (n_stages,) (PyMC 6);
-    * ``chains>1``: chains can have different numbers of stages, so PyMC stores an object array of shape
-      (chain, draw?) whose entries are per-chain lists of per-stage values.
-
-    Both are handled: per chain, the stage values are flattened and the last finite one is that chain's
-    estimate; with several chains the estimates are averaged on the log scale (PyMC's own convention in
-    its docs/examples). For ``chains=1`` this is just the final stage's value.
-    """
-    values = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values)
-    if values.dtype != object and values.ndim == 1:  # PyMC 6, chains=1: one entry per stage, no chain axis
-        values = values[None, :]
-    per_chain = []
-    for chain_values in values:  # first axis: chain
-        flat = np.asarray(list(_flatten(chain_values)), dtype=float)
-        finite = flat[np.isfinite(flat)]
-        if finite.size == 0:
-            raise ValueError("sample_smc returned no finite log_marginal_likelihood for a chain")
-        per_chain.append(finite[-1])  # the final stage (beta = 1)
-    return float(np.mean(per_chain))
-
-
-def _flatten(obj):
-    """Yield the scalars of nested lists / (object) arrays, in order."""
-    if isinstance(obj, list | tuple | np.ndarray):
-        for item in obj:
-            yield from _flatten(item)
-    else:
-        yield obj
+    """SMC's log evidence estimate (the last stage's ``log_marginal_likelihood``), on PyMC 5 and 6 (see _common)."""
+    return smc_log_evidence(idata)[0]
 
 
 def run_smc(model, seed: int, draws: int = 2000) -> tuple[float, float, float, int]:

@@ -111,6 +111,7 @@ from _common import (  # noqa: E402
     cpu_name,
     run_evidence,
     update_doc,
+    smc_log_marginal_likelihood,
 )
 
 PARTS = ("backends", "smc", "threads")
@@ -271,40 +272,6 @@ def worker_compile(spec: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ SMC
-def _flatten(obj):
-    """Yield the scalars of nested lists / (object) arrays, in order."""
-    if isinstance(obj, list | tuple | np.ndarray):
-        for item in obj:
-            yield from _flatten(item)
-    else:
-        yield obj
-
-
-def smc_log_marginal_likelihood(idata) -> tuple[float, int]:
-    """SMC's log evidence estimate and its number of stages (of the first chain), on PyMC 5 and 6.
-
-    PyMC records ``log_marginal_likelihood`` once per SMC stage, NaN except at the last stage. The layout differs:
-
-    * PyMC 5 (``InferenceData``), ``chains=1``: float array of dims (chain=1, draw=n_stages);
-    * PyMC 6 (``DataTree``), ``chains=1``: float array of dims (chain=n_stages,) -- the stage axis carries the
-      name "chain";
-    * either, ``chains>1``: an object array (chain, stage) of per-chain values (chains may differ in length).
-
-    Per chain, the last finite stage value is the estimate; several chains are averaged on the log scale.
-    """
-    values = np.asarray(idata["sample_stats"]["log_marginal_likelihood"].values)
-    chains = [values] if values.ndim == 1 else list(values)
-    per_chain = []
-    for chain_values in chains:
-        flat = np.asarray(list(_flatten(chain_values)), dtype=float)
-        finite = flat[np.isfinite(flat)]
-        if finite.size == 0:
-            raise ValueError("sample_smc returned no finite log_marginal_likelihood for a chain")
-        per_chain.append(finite[-1])
-    n_stages = len(list(_flatten(chains[0])))
-    return float(np.mean(per_chain)), n_stages
-
-
 def run_smc(model, seed: int, draws: int) -> dict:
     import pymc as pm
 
