@@ -2,7 +2,7 @@
 
 On ArviZ 1 (PyMC 6) an :class:`EvidenceResult` is an ``xarray.DataTree``; on ArviZ 0.2x (PyMC 5) an
 ``arviz.InferenceData``. Both have the same groups and the same ``.log_z``, ``.log_z_se``, ``.method``,
-``.reliable``; :mod:`pmz.inference_data` is the one module that tells the two apart.
+``.run_attrs``; :mod:`pmz.inference_data` is the one module that tells the two apart.
 
 Groups
 ------
