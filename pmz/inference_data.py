@@ -5,7 +5,8 @@ with the same groups as children. pmz reads both and writes the one the installe
 
 * :data:`RESULT_BASE`: the class an :class:`pmz.EvidenceResult` extends (``az.InferenceData`` or
   ``xr.DataTree``);
-* :func:`group_names`, :func:`get_group`: a result's or a ``pm.sample`` trace's groups as ``xarray.Dataset``;
+* :func:`group_names`, :func:`get_group`, :func:`posterior_group`: a result's or a ``pm.sample`` trace's groups
+  as ``xarray.Dataset``;
 * :func:`build`: groups -> an object of a given class; :func:`read_netcdf`: a file -> ``{name: Dataset}``;
 * :func:`mcse_mean`, :func:`ess_bulk`: ArviZ's diagnostics on a plain ``(chain, draw)`` array.
 
@@ -26,6 +27,7 @@ __all__ = [
     "is_inference_data",
     "group_names",
     "get_group",
+    "posterior_group",
     "build",
     "read_netcdf",
     "mcse_mean",
@@ -60,6 +62,17 @@ def get_group(data, name: str) -> xr.Dataset | None:
     if isinstance(data, xr.DataTree):
         return data[name].to_dataset() if name in data.children else None
     return getattr(data, name, None) if name in data.groups() else None
+
+
+def posterior_group(data) -> xr.Dataset:
+    """The posterior draws of a ``pm.sample`` trace (InferenceData or DataTree) or of its posterior node alone
+    (``idata["posterior"]`` on PyMC 6), as an ``xarray.Dataset``."""
+    group = get_group(data, "posterior")
+    if group is None and isinstance(data, xr.DataTree) and data.data_vars:
+        group = data.to_dataset()
+    if group is None:
+        raise ValueError("pmz: the posterior draws have no 'posterior' group")
+    return group
 
 
 def build(cls, groups: dict[str, xr.Dataset]):

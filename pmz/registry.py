@@ -26,6 +26,7 @@ from .runners.starts import nuts_draws, posterior_to_flat
 from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
 from .smc_methods import ARM_DEFAULTS, SMC_DEFAULTS, estimate_smc_method, run_smc_method, smc_description
 from .tempering_methods import TEMPERING_DEFAULTS, TEMPERING_DESCRIPTIONS, run_tempering_method, tempering_estimator
+from .threads import DEFAULT_BLAS_THREADS
 from .weights import ess
 
 __all__ = ["Method", "METHODS", "COMMON_DEFAULTS", "DEFAULT_METHOD"]
@@ -37,7 +38,7 @@ COMMON_DEFAULTS = {
     "kernel": "auto",  # "auto", "hmc", "rwmh", "gibbs" or a Kernel instance
     "n_leapfrog": 3,
     "compile_mode": None,  # None: the stack's default backend (pmz.model.backend); or a PyTensor mode name
-    "blas_threads": 1,  # BLAS threads inside the run (pmz.threads); None leaves BLAS as the process has it
+    "blas_threads": DEFAULT_BLAS_THREADS,  # BLAS threads inside the run (pmz.threads); None: leave BLAS as it is
     "keep_particles": True,
 }
 

@@ -12,8 +12,8 @@ PyMC 6 (PyTensor 3) compiles to Numba by default, PyMC 5 (PyTensor 2) to C. pmz 
   them at compile time for NumPy ops over the whole batch (:mod:`pmz.model.linalg`, :mod:`pmz.model.indexing`).
   On PyTensor 2 Numba is also 2.5-4x cheaper per particle, but pmz keeps C there: it is what PyMC 5 compiles its
   own functions with (one disk cache), its first-ever compilation is 1.2-2.6x faster, and PyTensor 2's Numba
-  took 109 s (C: 9 s, both on a loaded machine) to compile a mixture with a discrete label per observation. Long runs on PyMC 5
-  gain from ``compile_mode="NUMBA"``.
+  took 140 s (C: 6 s) to compile an LKJ model the first time. Long runs on PyMC 5 gain from
+  ``compile_mode="NUMBA"``.
 
 Numba compiles pmz's functions without ``fastmath``: with it, a function JIT-compiled afresh and the same function
 loaded from PyTensor's disk cache differed in the 8th digit, so the same seed gave different bits in a process
@@ -38,12 +38,21 @@ __all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "compile_flags", "C
 
 PYTENSOR_MAJOR = int(pytensor.__version__.split(".")[0])
 
+_JIT_BACKENDS = ("numba", "jax", "pytorch", "mlx")  # linkers that compile whole graphs themselves
+
+
+def _jit_backend(mode: Mode) -> str | None:
+    """``"numba"``, ``"jax"``, ... when the mode's linker is one of the JIT backends, else None."""
+    name = type(mode.linker).__name__.lower()
+    return next((backend for backend in _JIT_BACKENDS if backend in name), None)
+
+
 def _is_c_backend(mode: Mode) -> bool:
     """True for PyTensor's C linkers (where Blockwise nodes loop in Python and pmz's rewrites help)."""
+    if _jit_backend(mode) is not None:
+        return False
     linker = mode.linker
     name = type(linker).__name__.lower()
-    if "numba" in name or "jax" in name or "pytorch" in name or "mlx" in name:
-        return False
     if hasattr(linker, "c_thunks"):  # the VM linkers: C thunks unless built without them (FAST_COMPILE)
         return bool(linker.c_thunks)
     return "c" in name  # CLinker, OpWiseCLinker, DualLinker
@@ -67,11 +76,7 @@ def resolve_mode(compile_mode=None) -> Mode:
 
 def backend_name(mode: Mode) -> str:
     """Short name of a mode's linker for the result attrs: ``"numba"``, ``"c"``, ``"jax"``, ``"py"``, ..."""
-    linker = type(mode.linker).__name__.lower()
-    for name in ("numba", "jax", "pytorch", "mlx"):
-        if name in linker:
-            return name
-    return "c" if _is_c_backend(mode) else "py"
+    return _jit_backend(mode) or ("c" if _is_c_backend(mode) else "py")
 
 
 def compile_flags():

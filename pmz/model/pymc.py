@@ -75,29 +75,33 @@ def _observed_value(data):
         return None
 
 
-def _non_finite_observed_names(model) -> list[str]:
+def _observed_values(model) -> dict:
+    """``{observed variable name: its data}``, read once without compiling (None where it cannot be read)."""
+    return {rv.name: _observed_value(model.rvs_to_values[rv]) for rv in model.observed_RVs}
+
+
+def _non_finite_observed_names(observed: dict) -> list[str]:
     """Observed variables whose data hold NaN or inf (e.g. set by ``pm.set_data``), or a numpy masked array.
 
     Checked before compiling: the C backend would return a NaN log density, the Numba backend refuses the
-    masked array outright; either way the user should hear which variable's data are at fault.
+    masked array outright; either way the user should hear which variable's data are at fault. Data that
+    could not be read (they depend on other variables) are left to the start check.
     """
-    names = []
-    for rv in model.observed_RVs:
-        value = _observed_value(model.rvs_to_values[rv])
-        if value is None:  # data that depend on other variables: left to the start check
-            continue
-        if np.ma.isMaskedArray(value) or not np.all(np.isfinite(np.asarray(value, dtype=float))):
-            names.append(rv.name)
-    return names
+    return [
+        name
+        for name, value in observed.items()
+        if value is not None
+        and (np.ma.isMaskedArray(value) or not np.all(np.isfinite(np.asarray(value, dtype=float))))
+    ]
 
 
-def _default_block_size(model, dim: int) -> int:
+def _default_block_size(observed: dict, dim: int) -> int:
     """Rows per compiled call: keep the per-observation intermediates of a block near 1 MB (cache sized).
 
     Large batches of a model with many observations are memory-bound; evaluating them block by block
     (each block one vectorised call) is several times faster than one huge call.
     """
-    n_obs = sum(int(np.size(_observed_value(model.rvs_to_values[rv]))) for rv in model.observed_RVs)
+    n_obs = sum(int(np.size(value)) for value in observed.values())
     per_particle = max(n_obs + dim, 1)
     block = 2 ** int(np.floor(np.log2(max(131072 // per_particle, 1))))
     return int(np.clip(block, 32, 4096))
@@ -161,7 +165,8 @@ class CompiledModel:
             raise ValueError(f"potentials must be one of {_POTENTIAL_PLACES}, got {potentials!r}")
         if not model.value_vars:
             raise ModelSpecificationError("pmz: the model has no free random variables")
-        bad_data = _non_finite_observed_names(model)
+        observed = _observed_values(model)
+        bad_data = _non_finite_observed_names(observed)
         if bad_data:
             raise ModelSpecificationError(
                 f"pmz: the observed data of {bad_data} hold NaN or inf, so the log density is not finite. "
@@ -176,7 +181,7 @@ class CompiledModel:
         self.dim = self.layout.dim
         self.improper_priors = _improper_prior_names(model)
         if block_size is None:
-            block_size = _default_block_size(model, self.dim)
+            block_size = _default_block_size(observed, self.dim)
         elif isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
         self.block_size = int(block_size)

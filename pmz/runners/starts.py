@@ -13,22 +13,16 @@ preference (Habeck 2017 section 3; METHODS.md section 1):
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
-from ..inference_data import ess_bulk, get_group, is_inference_data
+from ..inference_data import ess_bulk, is_inference_data, posterior_group
 from ..weights import systematic_resample
 
 __all__ = ["posterior_to_flat", "nuts_draws", "resampled_starts", "chain_ess"]
 
 
 def _posterior_group(posterior):
-    if is_inference_data(posterior):  # pm.sample's InferenceData (PyMC 5) or DataTree (PyMC 6)
-        group = get_group(posterior, "posterior")
-        if group is None and isinstance(posterior, xr.DataTree) and posterior.data_vars:
-            group = posterior.to_dataset()  # the posterior node itself: idata["posterior"] on PyMC 6
-        if group is None:
-            raise ValueError("pmz: the posterior draws have no 'posterior' group")
-        return group
+    if is_inference_data(posterior):  # pm.sample's InferenceData (PyMC 5) or DataTree (PyMC 6), or its node
+        return posterior_group(posterior)
     return posterior  # an xarray Dataset or a dict of arrays
 
 
@@ -38,7 +32,8 @@ def posterior_to_flat(compiled, posterior, n: int | None = None):
     Parameters
     ----------
     compiled : CompiledModel
-    posterior : pm.sample result (arviz.InferenceData or xarray.DataTree), xarray.Dataset with dims (chain, draw, ...), or dict ``name -> (n, ...)``
+    posterior : pm.sample result (arviz.InferenceData or xarray.DataTree) or its posterior group, an
+        xarray.Dataset with dims (chain, draw, ...), or a dict ``name -> (n, ...)``
     n : int, optional
         Keep at most this many draws (evenly spaced, all chains).
 

@@ -46,11 +46,9 @@ import pymc as pm
 from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.util import get_value_vars_from_user_vars
 
-from ..families.power import PowerPosterior
 from ..kernels.base import KernelParams
 from ..kernels.rmhmc import GPRiemannianHMC
 from ..model.gp import gp_structure
-from ..model.pymc import CompiledModel
 from .base import PowerPosteriorStep
 
 __all__ = ["GPRMHMC"]
@@ -161,8 +159,8 @@ class GPRMHMC(PowerPosteriorStep):
         self.target_accept = float(target_accept)
         self.max_energy_error = float(max_energy_error)
         self.compile_mode = compile_mode
-        self._compiled = CompiledModel(model, mode=compile_mode)
-        self._family = PowerPosterior(self._compiled)
+        self._compiled = self._family = None
+        self.family  # noqa: B018  (compiled now, by the base class: refuses improper priors early)
         self.layout = self._compiled.layout
         self.tune = True
         super().__init__(value_vars, {}, blocked, rng=rng)

@@ -99,12 +99,11 @@ from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.type import discrete_dtypes
 
-from ..families.power import PowerPosterior
 from ..families.schedules import make_schedule
 from ..kernels.base import KernelParams
 from ..kernels.hmc import HamiltonianMC
 from ..kernels.tuning import tune_along_schedule
-from ..model.pymc import CompiledModel, ModelSpecificationError
+from ..model.pymc import ModelSpecificationError
 from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
 from ..runners.tempering import uniform_log_prior
 from .base import PowerPosteriorStep
@@ -180,8 +179,8 @@ class _TemperingStep(PowerPosteriorStep):
         self.n_pilot = int(n_pilot)
         self.kernel = HamiltonianMC(n_leapfrog=n_leapfrog)
         self.compile_mode = compile_mode
-        self._compiled = CompiledModel(model, mode=compile_mode)
-        self._family = PowerPosterior(self._compiled)  # refuses improper priors early
+        self._compiled = self._family = None
+        self.family  # noqa: B018  (compiled now, by the base class: refuses improper priors early)
         self.layout = self._compiled.layout
 
         shapes = {
