@@ -147,6 +147,35 @@ def calibrate_linear(
     return x, points
 
 
+def time_per_particle(
+    fns, n_particles: int, repeats: int, min_measurement_s: float = 0.05
+) -> tuple[list[float], list[float]]:
+    """Median seconds per particle of each ``fn()`` in ``fns`` (each evaluates ``n_particles`` particles).
+
+    After one warm-up call each, the functions are measured in turn (interleaved, so slow drifts of a shared
+    machine hit all of them alike); each measurement loops the call enough times to last min_measurement_s.
+    Returns the medians of the wall time (``time.perf_counter``) and, as a check against a busy machine, of
+    the process CPU time (``time.process_time``).
+    """
+    inner = []
+    for fn in fns:
+        t0 = time.perf_counter()
+        fn()  # warm-up (first call allocates output storage etc.)
+        first = time.perf_counter() - t0
+        inner.append(max(1, int(np.ceil(min_measurement_s / max(first, 1e-7)))))
+    wall = [[] for _ in fns]
+    cpu = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, k, w, c in zip(fns, inner, wall, cpu):
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            w.append((time.perf_counter() - t0) / (k * n_particles))
+            c.append((time.process_time() - c0) / (k * n_particles))
+    return [float(np.median(s)) for s in wall], [float(np.median(s)) for s in cpu]
+
+
 def _flatten(obj):
     """Yield the scalars of nested lists / (object) arrays, in order."""
     if isinstance(obj, list | tuple | np.ndarray):

@@ -42,7 +42,7 @@ import numpy as np
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
 import pytensor  # noqa: E402
-from _common import DOC, ROOT, cpu_name, update_doc  # noqa: E402
+from _common import DOC, ROOT, cpu_name, time_per_particle, update_doc  # noqa: E402
 
 import pymc as pm  # noqa: E402
 
@@ -51,34 +51,6 @@ from pmz.systems import linear_regression  # noqa: E402
 
 HEADING = "## Batched log density + gradient vs PyMC point-wise"
 BATCHES = (1, 64, 1024, 8192)
-MIN_MEASUREMENT_S = 0.05
-
-
-def time_per_particle(fns, n_particles: int, repeats: int) -> tuple[list[float], list[float]]:
-    """Median seconds per particle of each ``fn()`` in ``fns`` (each evaluates ``n_particles`` particles).
-
-    After one warm-up call each, the functions are measured in turn (interleaved, so slow drifts of a shared
-    machine hit all of them alike); each measurement loops the call enough times to last MIN_MEASUREMENT_S.
-    Returns the medians of the wall time (``time.perf_counter``) and, as a check against a busy machine, of
-    the process CPU time (``time.process_time``).
-    """
-    inner = []
-    for fn in fns:
-        t0 = time.perf_counter()
-        fn()  # warm-up (first call allocates output storage etc.)
-        first = time.perf_counter() - t0
-        inner.append(max(1, int(np.ceil(MIN_MEASUREMENT_S / max(first, 1e-7)))))
-    wall = [[] for _ in fns]
-    cpu = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, k, w, c in zip(fns, inner, wall, cpu):
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            for _ in range(k):
-                fn()
-            w.append((time.perf_counter() - t0) / (k * n_particles))
-            c.append((time.process_time() - c0) / (k * n_particles))
-    return [float(np.median(s)) for s in wall], [float(np.median(s)) for s in cpu]
 
 
 def run(batches, repeats: int, seed: int = 0):

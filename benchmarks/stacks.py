@@ -112,6 +112,7 @@ from _common import (  # noqa: E402
     run_evidence,
     update_doc,
     smc_log_marginal_likelihood,
+    time_per_particle,
 )
 
 PARTS = ("backends", "smc", "threads")
@@ -196,26 +197,6 @@ def stack_versions() -> dict:
     )
 
 
-def time_per_particle(fn, n_particles: int, repeats: int) -> tuple[float, float]:
-    """Median wall and process-CPU seconds per particle of ``fn()`` (evaluating ``n_particles`` particles).
-
-    One warm-up call, then ``repeats`` measurements, each looping ``fn`` enough times to last MIN_MEASUREMENT_S.
-    """
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    inner = max(1, int(np.ceil(MIN_MEASUREMENT_S / max(first, 1e-7))))
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        wall.append((time.perf_counter() - t0) / (inner * n_particles))
-        cpu.append((time.process_time() - c0) / (inner * n_particles))
-    return float(np.median(wall)), float(np.median(cpu))
-
-
 def worker_compile(spec: dict) -> dict:
     """Part "backends", one (backend, model) in a fresh process: see the module docstring."""
     t0 = time.perf_counter()
@@ -262,7 +243,9 @@ def worker_compile(spec: dict) -> dict:
     X = np.random.default_rng(0).normal(0.0, 1.0, size=(spec["batch"], cm.dim))
     with blas_thread_limit(1):
         cm.log_densities_and_grads(X[:2])  # compile outside the timing
-        t_pp, c_pp = time_per_particle(lambda: cm.log_densities_and_grads(X), spec["batch"], spec["repeats"])
+        (t_pp,), (c_pp,) = time_per_particle(
+            [lambda: cm.log_densities_and_grads(X)], spec["batch"], spec["repeats"], MIN_MEASUREMENT_S
+        )
     out.update(dim=cm.dim, block_size=cm.block_size, cm_backend=cm.backend, us_per_particle=t_pp * 1e6,
                cpu_us_per_particle=c_pp * 1e6)
     log(f"  [{backend} {name}] run after compile {wall2:.2f} s; new model same session: compile "
