@@ -15,9 +15,11 @@ from .families import GeometricPath, PowerPosterior
 from .kernels import KERNELS, GPRiemannianHMC, Kernel
 from .kernels.gibbs import MixedKernel, SiteGibbs
 from .model.energy import EnergyFamily, EnergyModel
+from .model.posterior_draws import posterior_dataset
 from .model.pymc import CompiledModel, ModelSpecificationError
 from .model.reference import laplace_reference
 from .registry import COMMON_DEFAULTS, DEFAULT_METHOD, METHODS
+from .reliability import assess
 from .results import EvidenceResult, make_result
 from .sequences.base import SMCSequence
 from .threads import blas_thread_limit, check_blas_threads
@@ -45,6 +47,7 @@ _POSITIVE_INTS = (
     "n_runs",
     "n_steps",
     "min_reseed",
+    "n_warmup",
 )
 _NON_NEGATIVE_INTS = ("n_bootstrap", "nuts_tune", "reverse_burn", "n_initial", "max_generate", "reseed_steps")
 _OPTIONAL_INTS = ("chunk_size", "n_reverse", "n_reference")
@@ -209,7 +212,11 @@ def evidence(
     model : pymc.Model or pmz.EnergyModel, optional
         The model; default: the model of the current ``with`` context.
     method : str
-        ``"bar"`` (default): forward and reverse annealing along the power posterior ``prior x likelihood^beta``
+        ``"auto"`` (default): posterior draws from many HMC chains, cross-fitted bridge sampling from a fitted
+        Gaussian, a path from that Gaussian where the overlap is poor and SMC from the prior where the chains
+        disagree (``posterior``, ``n_chains`` 32, ``n_draws`` 125, ``n_warmup`` 400, ``target_se`` 0.03,
+        ``max_time``, ``max_rhat`` 1.05, ``max_khat`` 0.7, ``min_overlap`` 0.2; see :mod:`pmz.auto.route`).
+        ``"bar"``: forward and reverse annealing along the power posterior ``prior x likelihood^beta``
         (or a geometric path from ``reference``), Bennett acceptance ratio (Habeck 2017). ``"ais"``: forward
         only, Jarzynski. ``"raise"``: reverse only. ``"cumulant"``, ``"bounds"``, ``"histogram"`` (posterior over
         log Z by Gibbs sampling): other estimators of the same forward + reverse run. ``"bridge"``: bridge
@@ -240,9 +247,10 @@ def evidence(
         threads as they are, see :mod:`pmz.threads`).
 
         Two-way methods add ``n_reverse`` (default n_paths), ``reverse_start`` ("auto": an energy model's
-        ``sample_target``, else forward end states resampled by their weights and relaxed by ``reverse_burn``
-        (20) steps of the beta = 1 kernel; or "nuts" (a ``pm.sample`` run, ``nuts_tune`` 1000), "resample", an
-        InferenceData of posterior draws, an array of flat states); "histogram" adds ``n_gibbs_draws`` (2000).
+        ``sample_target``, pmz's many-chain HMC ("hmc") for a continuous PyMC model, else forward end states
+        resampled by their weights and relaxed by ``reverse_burn`` (20) steps of the beta = 1 kernel; or "hmc",
+        "nuts" (a ``pm.sample`` run, ``nuts_tune`` 1000), "resample", an InferenceData of posterior draws, an
+        array of flat states); "histogram" adds ``n_gibbs_draws`` (2000).
 
         "bridge": ``posterior`` (InferenceData; default: run ``pm.sample``), ``n_draws`` (2000), ``nuts_tune``,
         ``bridge_reference`` ("gaussian", "student_t" or a reference object), ``df`` (5), ``n_reference``,
@@ -287,6 +295,8 @@ def evidence(
     standalone = model is None and isinstance(options.get("sequence"), SMCSequence)
     energy = standalone or isinstance(model, EnergyModel)
     model = model if energy else pm.modelcontext(model)
+    if method == "auto" and energy:  # an energy model has its own exact base draws: two-way annealing from them
+        method = "bar"
     options = _check_options(method, options)
     spec = METHODS[method]
     t0 = time.perf_counter()
@@ -301,10 +311,12 @@ def evidence(
         if spec.needs_kernel and not standalone:
             family = _make_family(target, options["reference"])
             kernel = _make_kernel(options, target)
-            _check_start(family, kernel, target, check_rng)
+            if spec.check_start:
+                _check_start(family, kernel, target, check_rng)
 
         record = spec.run(family, kernel, options, run_rng, progressbar, target)
         estimate = spec.estimate(record, options, estimate_rng)
+        estimate = assess(estimate, record)  # pmz.reliability: reliable flag, reason and an honest se
     for message in estimate.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
 
@@ -324,7 +336,17 @@ def evidence(
         "backend": getattr(target, "backend", "numpy"),
         **_versions(),
     }
-    return make_result(estimate, record=record, particles=particles, attrs=attrs, rng=result_rng)
+    posterior_draws = None
+    if getattr(record, "draws", None) is not None:  # auto: its equally weighted posterior draws, model names
+        posterior_draws = posterior_dataset(target, record.draws.x)
+        attrs["route"] = record.route
+        attrs["route_reason"] = record.reason
+    elif "route" in estimate.diagnostics:
+        attrs["route"], attrs["route_reason"] = estimate.diagnostics["route"], estimate.diagnostics["route_reason"]
+    record = getattr(record, "result_record", record)  # a composite route (auto) shows its main run's groups
+    return make_result(
+        estimate, record=record, particles=particles, attrs=attrs, rng=result_rng, posterior_draws=posterior_draws
+    )
 
 
 def _compile_seconds(target) -> float:

@@ -391,6 +391,12 @@ class EvidenceEstimate:
         Method-specific scalars and arrays (ESS, bootstrap se, bounds, ...).
     warnings : list of str
         Human-readable warnings (e.g. low ESS) that the result also emits.
+    reliable : bool
+        False when the method's own diagnostics (bootstrap, overlap, ESS, bounds, a second estimate) say that
+        ``log_z_se`` cannot be trusted as an asymptotic error bar; set by :func:`pmz.reliability.assess`, which
+        then also raises ``log_z_se`` to what those diagnostics allow.
+    reliability_reason : str
+        One line saying why the estimate is unreliable ("" when reliable).
     """
 
     log_z: float
@@ -399,3 +405,5 @@ class EvidenceEstimate:
     log_z_draws: np.ndarray | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    reliable: bool = True
+    reliability_reason: str = ""

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from .auto.route import AUTO_DEFAULTS, estimate_auto, run_auto
 from .estimators.bar import bar
 from .estimators.bounds import stochastic_bounds
 from .estimators.cumulant import cumulant
@@ -53,6 +54,7 @@ class Method:
     defaults: dict = field(default_factory=dict)
     description: str = ""
     needs_kernel: bool = True
+    check_start: bool = True  # evaluate the family's start draws before running (auto starts from its own points)
 
 
 def _annealing_setup(family, kernel, options, rng, progressbar):
@@ -157,6 +159,8 @@ def _two_way_diagnostics(estimate, record, options):
     if estimate.method != "bar":
         extra["bar_log_z"] = ref.log_z
     extra["reverse_start"] = record.reverse_start
+    if record.reverse_start == "resample":
+        extra["reverse_burn"] = int(options.get("reverse_burn", 0))
     warnings = list(estimate.warnings)
     if estimate.method != "bar":
         warnings += [w for w in ref.warnings if w not in warnings]
@@ -228,6 +232,15 @@ _DESCRIPTIONS = {
 
 
 METHODS: dict[str, Method] = {
+    "auto": Method(
+        name="auto",
+        run=run_auto,
+        estimate=estimate_auto,
+        defaults=dict(AUTO_DEFAULTS),
+        description="the default: posterior draws from many HMC chains, cross-fitted bridge sampling, a path from "
+        "the fitted reference where the overlap is poor, SMC from the prior where the chains disagree",
+        check_start=False,
+    ),
     "ais": Method(
         name="ais",
         run=_run_forward_ais,
@@ -284,4 +297,4 @@ METHODS: dict[str, Method] = {
     },
 }
 
-DEFAULT_METHOD = "bar"
+DEFAULT_METHOD = "auto"

@@ -2,15 +2,27 @@
 
 On ArviZ 1 (PyMC 6) an :class:`EvidenceResult` is an ``xarray.DataTree``; on ArviZ 0.2x (PyMC 5) an
 ``arviz.InferenceData``. Both have the same groups and the same ``.log_z``, ``.log_z_se``, ``.method``,
-``.run_attrs``; :mod:`pmz.inference_data` is the one module that tells the two apart.
+``.run_attrs``, ``.reliable`` and ``.reliability_reason``; :mod:`pmz.inference_data` is the one module that tells
+the two apart.
+
+Reliability
+-----------
+``res.reliable`` (bool) and ``res.reliability_reason`` (str, one line) are :func:`pmz.reliability.assess`'s verdict:
+False when the method's own diagnostics (bootstrap se, overlap, ESS, bounds, a second estimate) say that the
+asymptotic se is meaningless; ``log_z_se`` has then already been raised to what those diagnostics allow, and
+``print(res)`` shows a line ``UNRELIABLE: <reason>`` under the log Z line. They are stored in the posterior attrs as
+``reliable`` (the integer 0 or 1, for netcdf) and ``reliability_reason``; results read from files written before
+these attrs existed read as reliable.
 
 Groups
 ------
 posterior
-    ``log_z`` (chain, draw): draws describing the estimate's uncertainty. For methods without a Bayesian
+    ``log_z`` (chain, draw): draws describing the estimate's uncertainty; with ``method="auto"`` also the model's
+    variables and Deterministics as equally weighted posterior draws (chain, draw, ...), under the model's own names,
+    dims and coords, as in ``pm.sample``'s posterior. For methods without a Bayesian
     posterior they are stratified draws of ``N(log_z, log_z_se^2)`` (normal quantiles at ``(i + 1/2) / n``,
     randomly ordered), so ``az.summary`` reproduces the point estimate and its se. attrs: ``log_z``,
-    ``log_z_se``, ``method`` and the run's metadata.
+    ``log_z_se``, ``method``, ``reliable`` (0/1), ``reliability_reason`` and the run's metadata.
 work
     Per-path statistics: ``work_forward`` (path) = ``-log w_f``; for two-way methods also ``work_reverse``
     (reverse_path) = ``-log w_r`` (the forward and reverse counts may differ).
@@ -83,6 +95,19 @@ class EvidenceResult(_idata.RESULT_BASE):
         return str(self._run["method"])
 
     @property
+    def reliable(self) -> bool:
+        """False when the method's diagnostics say its error bar cannot be trusted (see :mod:`pmz.reliability`).
+
+        Results written before this attribute existed read as reliable.
+        """
+        return bool(int(self._run.get("reliable", 1)))
+
+    @property
+    def reliability_reason(self) -> str:
+        """Why the result is unreliable, in one line ("" when reliable)."""
+        return str(self._run.get("reliability_reason", ""))
+
+    @property
     def run_attrs(self) -> dict:
         """Metadata of the run: options, seed, versions, wall time, log-density evaluations."""
         return dict(self._run)
@@ -96,9 +121,11 @@ class EvidenceResult(_idata.RESULT_BASE):
             return super().__repr__()
         a = self._run
         lines = [
-            f"EvidenceResult  method={a.get('method')!r}",
+            f"EvidenceResult  method={a.get('method')!r}" + (f" route={a['route']!r}" if a.get("route") else ""),
             f"  log Z = {self.log_z:.4f} +/- {self.log_z_se:.4f} (se)",
         ]
+        if not self.reliable:
+            lines.append(f"  UNRELIABLE: {self.reliability_reason or 'see the warnings'}")
         if "wall_time" in a:
             compile_note = f" (compile {float(a['compile_time']):.2f} s)" if "compile_time" in a else ""
             lines.append(
@@ -301,9 +328,17 @@ def make_result(
     rng: np.random.Generator | None = None,
     n_chains: int = 4,
     n_draws: int = 1000,
+    posterior_draws: xr.Dataset | None = None,
 ) -> EvidenceResult:
-    """Assemble an :class:`EvidenceResult` from an estimate, its record and the run's metadata."""
+    """Assemble an :class:`EvidenceResult` from an estimate, its record and the run's metadata.
+
+    ``posterior_draws``: equally weighted posterior draws of the model's variables (chain, draw, ...), e.g. from
+    :func:`pmz.model.posterior_draws.posterior_dataset`; they join ``log_z`` in the posterior group, whose
+    normal draws then take their (chain, draw) shape.
+    """
     rng = np.random.default_rng(0) if rng is None else rng
+    if posterior_draws is not None:
+        n_chains, n_draws = posterior_draws.sizes["chain"], posterior_draws.sizes["draw"]
     if estimate.log_z_draws is not None:
         draws = np.asarray(estimate.log_z_draws, dtype=float)
         draws = draws.reshape(1, -1) if draws.ndim == 1 else draws
@@ -313,17 +348,23 @@ def make_result(
         "log_z": float(estimate.log_z),
         "log_z_se": float(estimate.log_z_se),
         "method": estimate.method,
+        "reliable": int(bool(estimate.reliable)),
+        "reliability_reason": str(estimate.reliability_reason),
         "inference_library": "pmz",
         "warnings": json.dumps(list(estimate.warnings)),
     }
     for key, value in (attrs or {}).items():
         post_attrs[key] = _netcdf_attr(value)
+    posterior = xr.Dataset(
+        {"log_z": (("chain", "draw"), draws)},
+        coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
+        attrs=post_attrs,
+    )
+    if posterior_draws is not None and draws.shape == (n_chains, n_draws):
+        model_vars = posterior_draws.assign_coords(chain=posterior.chain, draw=posterior.draw)
+        posterior = xr.merge([posterior, model_vars], combine_attrs="override")
     groups = {
-        "posterior": xr.Dataset(
-            {"log_z": (("chain", "draw"), draws)},
-            coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
-            attrs=post_attrs,
-        ),
+        "posterior": posterior,
         "evidence": _diagnostics_dataset(estimate.diagnostics),
     }
     if isinstance(record, TemperingTrace):

@@ -167,7 +167,7 @@ def test_invalid_schedule(model, schedule, match):
 
 
 def test_unknown_method(model):
-    with pytest.raises(ValueError, match=r"unknown method 'nested_sampling'; available: \['ais', 'arm', 'bar', "):
+    with pytest.raises(ValueError, match=r"unknown method 'nested_sampling'; available: \['ais', 'arm', 'auto', 'bar', "):
         evidence(model, method="nested_sampling")
 
 

@@ -42,10 +42,10 @@ def test_bar_and_bridge_match_exact_log_z(systems, name, method):
     assert {"work_forward", "work_reverse"} <= set(res.work.data_vars)
 
 
-def test_bar_is_the_default_method(systems):
+def test_bar_without_options_beyond_the_method(systems):
     system = systems["normal_mean"]
-    res = pmz.evidence(system.model, random_seed=1, progressbar=False, n_paths=64, n_temps=50)
-    assert res.method == "bar"
+    res = pmz.evidence(system.model, method="bar", random_seed=1, progressbar=False, n_paths=64, n_temps=50)
+    assert res.method == "bar" and pmz.registry.DEFAULT_METHOD == "auto"
 
 
 @pytest.mark.parametrize("method", TWO_WAY)
@@ -106,9 +106,10 @@ def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
         assert 50 < n_eff <= res.work["work_reverse"].size
 
 
-def test_default_reverse_starts_are_relaxed_resampled_forward_states(systems):
-    """reverse_start="auto" (PyMC model): resampled forward end states + 20 beta = 1 kernel steps, no warning
-    while the forward ESS is healthy; without relaxation (reverse_burn=0) pmz warns about inherited bias."""
+def test_default_reverse_starts_are_independent_hmc_draws(systems):
+    """reverse_start="auto" (PyMC model): pmz's many-chain HMC posterior draws, independent of the forward run;
+    resampled forward end states only when asked for, and without relaxation (reverse_burn=0) pmz warns about
+    inherited bias."""
     import warnings as _warnings
 
     system = systems["normal_mean"]
@@ -116,11 +117,13 @@ def test_default_reverse_starts_are_relaxed_resampled_forward_states(systems):
     with _warnings.catch_warnings():
         _warnings.simplefilter("error", UserWarning)
         res = pmz.evidence(system.model, **opts)
-    assert res.work.attrs["reverse_start"] == "resample"
-    assert float(res.evidence["forward_ess_fraction"]) > 0.5
+    assert res.work.attrs["reverse_start"] == "hmc"
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
+    resampled = pmz.evidence(system.model, reverse_start="resample", **opts)
+    assert resampled.work.attrs["reverse_start"] == "resample"
+    assert float(resampled.evidence["forward_ess_fraction"]) > 0.5
     with pytest.warns(UserWarning, match="inherit the forward run's bias"):
-        pmz.evidence(system.model, reverse_burn=0, **opts)
+        pmz.evidence(system.model, reverse_start="resample", reverse_burn=0, **opts)
 
 
 def test_nuts_reverse_starts(systems):

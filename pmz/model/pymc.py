@@ -236,10 +236,11 @@ class CompiledModel:
     def compile_time(self) -> float:
         return self.compile_clock.seconds
 
-    def _compile_inputs(self, inputs, outputs):
-        """One compiled function of ``inputs`` in :attr:`mode`, its compile time (first call included) clocked."""
+    def _compile_inputs(self, inputs, outputs, *, mode=None):
+        """One compiled function of ``inputs`` in :attr:`mode` (or ``mode``: e.g. ``"FAST_COMPILE"`` for a function
+        called once), its compile time (first call included) clocked."""
         with self.compile_clock.timed(), self.model:
-            fn = _compile_pymc(inputs, outputs, mode=self.mode, on_unused_input="ignore")
+            fn = _compile_pymc(inputs, outputs, mode=self.mode if mode is None else mode, on_unused_input="ignore")
         return self.compile_clock.first_call(fn)
 
     def _compile(self, outputs):
@@ -346,6 +347,14 @@ class CompiledModel:
         self.n_logp_evals += len(lp)
         return lp, ll
 
+    def log_densities_once(self, X):
+        """:meth:`log_densities` for a one-off batch: through the gradient function when only that one is compiled
+        (a second compile costs seconds, the gradients on one batch milliseconds)."""
+        if self._fn_value is None and self._fn_grad is not None:
+            lp, ll, _, _ = self.log_densities_and_grads(X)
+            return lp, ll
+        return self.log_densities(X)
+
     def log_densities_and_grads(self, X):
         """Both parts and their gradients: ``-> (log_prior, log_lik, grad_log_prior, grad_log_lik)``."""
         lp, ll, glp, gll = self._blocked(self.fn_value_grad, X, 4)
@@ -365,7 +374,7 @@ class CompiledModel:
             named = _constrained_graph(self.model, self._x)
             self._constrained_names = list(named)
             batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
-            self._fn_constrained = self._compile(batched)
+            self._fn_constrained = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
         X = np.ascontiguousarray(X, dtype=np.float64)
         values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
@@ -390,7 +399,7 @@ class CompiledModel:
             batched_in = [pt.tensor(dtype=rv.type.dtype, shape=(None, *rv.type.shape)) for rv in self.model.free_RVs]
             batched = vectorize_graph(flat, replace=dict(zip(placeholders.values(), batched_in)))
             self._unconstrained_inputs = [rv.name for rv in self.model.free_RVs]
-            self._fn_unconstrained = self._compile_inputs(batched_in, batched)
+            self._fn_unconstrained = self._compile_inputs(batched_in, batched, mode=ONE_SHOT_MODE)
         missing = [name for name in self._unconstrained_inputs if name not in draws]
         if missing:
             raise ValueError(f"pmz: the draws lack the free variable(s) {missing}")
@@ -422,6 +431,11 @@ class CompiledModel:
             f"CompiledModel(dim={self.dim}, potentials={self.potentials!r}, block_size={self.block_size}, "
             f"{self.layout!r})"
         )
+
+
+# functions called once or twice per run (value transforms for results and user draws): PyTensor's Python linker
+# compiles them in a fraction of a second; a JIT backend can take seconds for no gain
+ONE_SHOT_MODE = "FAST_COMPILE"
 
 
 def compile_model(model=None, **kwargs) -> CompiledModel:

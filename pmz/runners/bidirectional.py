@@ -14,7 +14,12 @@ Reverse starts (``reverse_start``):
   sampler, no recompilation. The starts depend on the forward run, so the reverse run can inherit its bias
   where the forward weights are poor (low ESS) or the kernel cannot relax the resampled set (separated modes):
   the record says "resample", and the result warns when the forward ESS is below 10% of the paths;
-* ``"auto"``: the energy model's ``sample_target`` if it has one, else ``"resample"``.
+* ``"hmc"``: pmz's many-chain HMC on the posterior (:func:`pmz.auto.sampler.sample_posterior`: 32 chains with
+  cross-chain warm-up, draws thinned by 4), independent of the forward run, through the model's own compiled
+  gradient (no second compile);
+* ``"auto"`` (default): the energy model's ``sample_target`` if it has one; ``"hmc"`` for a PyMC model with
+  continuous free variables; ``"resample"`` only where neither exists (an energy model without a target sampler,
+  a PyMC model with discrete free variables), and the result then says that the bounds are not guaranteed.
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ import numpy as np
 
 from ..records import BidirectionalRecord
 from .ais import run_ais
-from .starts import nuts_draws, posterior_to_flat, resampled_starts
+from .starts import hmc_starts, nuts_draws, posterior_to_flat, resampled_starts
 
 __all__ = ["run_bidirectional", "REVERSE_STARTS"]
 
-REVERSE_STARTS = ("auto", "nuts", "resample")
+REVERSE_STARTS = ("auto", "hmc", "nuts", "resample")
 
 
 def _is_energy(target) -> bool:
@@ -42,7 +47,12 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
         if reverse_start == "auto":
             if _is_energy(target) and hasattr(target, "sample_target"):
                 return np.asarray(target.sample_target(rng, n), dtype=float), "exact"
-            reverse_start = "resample"
+            continuous = not _is_energy(target) and not target.layout.discrete_mask.any()
+            reverse_start = "hmc" if continuous else "resample"
+        if reverse_start == "hmc":
+            if _is_energy(target) or target.layout.discrete_mask.any():
+                raise ValueError("pmz: reverse_start='hmc' needs a PyMC model with continuous free variables")
+            return hmc_starts(target, n, rng), "hmc"
         if reverse_start == "nuts":
             if _is_energy(target):
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")

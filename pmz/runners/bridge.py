@@ -101,7 +101,7 @@ def run_bridge(
     x_q = q.sample(rng, n_q)
 
     x_all = np.vstack([x_q, x_post])
-    lp, ll = compiled.log_densities(x_all)
+    lp, ll = compiled.log_densities_once(x_all)
     log_f1 = lp + ll
     log_q = q.log_density(x_all)
     log_w_f = log_f1[:n_q] - log_q[:n_q]

@@ -6,6 +6,7 @@ preference (Habeck 2017 section 3; METHODS.md section 1):
 * ``posterior_to_flat``: draws the user already has (an ``InferenceData`` from ``pm.sample``), mapped to the
   flat unconstrained space;
 * ``nuts_draws``: a ``pm.sample`` NUTS run made for them;
+* ``hmc_starts``: pmz's many-chain HMC (one compiled call per leapfrog step for all chains), the default;
 * ``resampled_starts``: forward end states resampled by their weights. Cheap, but the reverse run then
   inherits the forward run's bias (and BAR's two halves are no longer independent); results say so.
 """
@@ -17,7 +18,7 @@ import numpy as np
 from ..inference_data import ess_bulk, is_inference_data, posterior_group
 from ..weights import systematic_resample
 
-__all__ = ["posterior_to_flat", "nuts_draws", "resampled_starts", "chain_ess"]
+__all__ = ["posterior_to_flat", "nuts_draws", "hmc_starts", "resampled_starts", "chain_ess"]
 
 
 def _posterior_group(posterior):
@@ -90,6 +91,17 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
         logger.setLevel(level)
     X, chain = posterior_to_flat(compiled, idata)
     return X[:n], chain[:n], idata
+
+
+def hmc_starts(compiled, n: int, rng: np.random.Generator, *, n_chains: int = 32, thin: int = 4) -> np.ndarray:
+    """``n`` posterior draws from pmz's many-chain HMC (:func:`pmz.auto.sampler.sample_posterior`), every
+    ``thin``-th draw of each chain after warm-up, so that the reverse starts are nearly independent."""
+    from ..auto.sampler import sample_posterior
+
+    per_chain = int(np.ceil(n / n_chains))
+    draws = sample_posterior(compiled, rng, n_chains=n_chains, n_draws=per_chain * thin)
+    X = draws.x[:, thin - 1 :: thin].transpose(1, 0, 2).reshape(-1, compiled.dim)  # draw-major: all chains early
+    return X[:n]
 
 
 def resampled_starts(forward, n: int, rng: np.random.Generator) -> np.ndarray:

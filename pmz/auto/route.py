@@ -1,0 +1,455 @@
+"""``method="auto"``: the default evidence route, chosen by measurement (METHODS.md section 12).
+
+In order:
+
+1. **Posterior draws.** ``n_chains`` HMC chains moved together with cross-chain warm-up
+   (:mod:`pmz.auto.sampler`), or the user's own ``pm.sample`` result (``posterior=idata``).
+2. **Check the chains.** Split R-hat above ``max_rhat`` (chains in different modes or not mixed), or a model with
+   discrete free variables, sends the run to the tempered route (step 6).
+3. **Bridge sampling, cross-fitted.** The chains are split in two halves A and B. A Gaussian reference q_A is fitted
+   to A's draws in the unconstrained space and bridged (BAR with K = 1) with B's draws and as many exact draws of
+   q_A; and the other way round. The two estimates use disjoint chains, so they are independent: their mean is the
+   estimate, ``se = sqrt(se_A^2 + se_B^2) / 2`` (each se: the larger of the asymptotic one, with the draws'
+   effective size, and the bootstrap), and their difference is the check (step 5).
+4. **A path where the overlap is poor.** If either half's Pareto k-hat of ``log p~(x) - log q(x)`` on q's draws
+   exceeds ``max_khat`` or its overlap is below ``min_overlap``, run a geometric path ``q^(1-b) p~^b`` from a
+   reference fitted to all draws: forward paths from exact q draws, reverse paths from the posterior draws
+   (independent of the forward run), temperatures from an adaptive pilot, and BAR over the work.
+5. **Spend time where it pays.** While the se is above ``target_se`` and the time budget ``max_time`` allows,
+   the chains draw more and the bridge is recomputed (the se falls as 1/sqrt(draws)).
+6. **Tempered route.** Resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
+   runs giving the se.
+
+The result says which route ran and why (``res.evidence.attrs["route"]``, ``["route_reason"]``), lists both
+independent estimates (``res.evidence["estimates"]`` with dim ``estimate``), and holds the posterior draws in
+``posterior`` with the model's own names.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..estimators.bar import bar
+from ..families import GeometricPath
+from ..records import EvidenceEstimate
+from ..reliability import assess
+from ..runners.bidirectional import run_bidirectional
+from ..runners.bridge import fit_reference, run_bridge
+from ..runners.starts import posterior_to_flat
+from .diagnostics import pareto_khat
+from ..model.pymc import ModelSpecificationError
+from .sampler import PosteriorDraws, continue_sampling, dispersed_starts, sample_posterior
+
+__all__ = ["AUTO_DEFAULTS", "AutoRecord", "run_auto", "estimate_auto", "check_auto_options"]
+
+AUTO_DEFAULTS = {
+    "posterior": None,  # a pm.sample result to use instead of pmz's own chains
+    "n_chains": 32,
+    "n_draws": 125,  # per chain, first pass
+    "n_warmup": 400,
+    "target_se": 0.03,
+    "max_time": None,  # seconds; None: no budget
+    "max_rhat": 1.05,
+    "max_khat": 0.7,
+    "min_overlap": 0.2,
+    "n_bootstrap": 0,  # the two halves' agreement checks the se; a bootstrap (iid) ignores the chains' correlation
+    "fallback": "smc",
+}
+
+# the tempered route's options (pmz's "smc" defaults, imported lazily to keep this module's imports light)
+_MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
+
+
+@dataclass
+class AutoRecord:
+    """What the auto route ran: the route, why, its sub-records and sub-estimates, and the posterior draws.
+
+    Attributes
+    ----------
+    route : str
+        ``"bridge"``, ``"path"`` or ``"tempered"``.
+    reason : str
+        One line: why this route.
+    estimates : dict name -> EvidenceEstimate
+        Every estimate computed on the way (the two bridge halves, the path BAR, the SMC estimate).
+    records : dict name -> record
+        Their records (BidirectionalRecord, SMCRecord).
+    primary : str
+        The record that fills the result's work / smc groups.
+    draws : PosteriorDraws or None
+        Equally weighted posterior draws (chain, draw, dim); None on the tempered route.
+    timeline : list of (label, seconds)
+    """
+
+    route: str
+    reason: str
+    estimates: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)
+    primary: str = ""
+    draws: PosteriorDraws | None = None
+    timeline: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def result_record(self):
+        return self.records.get(self.primary)
+
+    @property
+    def final_x(self):
+        return None
+
+
+class _Clock:
+    """Seconds since the start, the deadline for ``max_time`` and a labelled timeline."""
+
+    def __init__(self, max_time):
+        self.t0 = time.perf_counter()
+        self.deadline = None if max_time is None else self.t0 + float(max_time)
+        self.timeline = []
+
+    def mark(self, label):
+        self.timeline.append((label, round(time.perf_counter() - self.t0, 3)))
+
+    def left(self) -> float:
+        return np.inf if self.deadline is None else self.deadline - time.perf_counter()
+
+
+def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap):
+    """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat."""
+    X_fit, _ = draws.flat(fit_chains)
+    X_bridge, chain = draws.flat(bridge_chains)
+    q = fit_reference(X_fit, "gaussian")
+    record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False)
+    est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
+    se = max(est.log_z_se, est.diagnostics.get("se_bootstrap", 0.0))
+    khat = pareto_khat(record.forward.log_weights)
+    est = replace(est, log_z_se=se, diagnostics={**est.diagnostics, "pareto_khat": khat})
+    return est, record
+
+
+def _bridge_pair(compiled, draws, rng, n_bootstrap):
+    chains = np.arange(draws.n_chains)
+    a, b = chains[::2], chains[1::2]
+    rng_a, rng_b = rng.spawn(2)
+    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap)
+    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap)
+    return {"bridge_a": est_a, "bridge_b": est_b}, {"bridge_a": rec_a, "bridge_b": rec_b}
+
+
+def _bridge_ok(est, options) -> tuple[bool, str]:
+    k, overlap = est.diagnostics["pareto_khat"], est.diagnostics["overlap"]
+    if not np.isfinite(est.log_z) or not np.isfinite(est.log_z_se):
+        return False, "the bridge estimate is not finite"
+    if k > options["max_khat"]:
+        return False, f"Pareto k-hat {k:.2f} > {options['max_khat']} (the Gaussian reference's tails are too light)"
+    if overlap < options["min_overlap"]:
+        return False, f"overlap {overlap:.3f} < {options['min_overlap']} between the reference and the posterior"
+    return True, ""
+
+
+def _combined_se(ests) -> float:
+    return float(np.sqrt(sum(e.log_z_se**2 for e in ests)) / len(ests))
+
+
+def _draws_from_posterior(compiled, posterior) -> PosteriorDraws:
+    X, chain = posterior_to_flat(compiled, posterior)
+    ids = np.unique(chain)
+    length = min(int(np.sum(chain == c)) for c in ids)
+    x = np.stack([X[chain == c][:length] for c in ids])
+    lp, ll = compiled.log_densities(x.reshape(-1, compiled.dim))
+    from .diagnostics import split_rhat
+
+    log_post = (lp + ll).reshape(x.shape[:2])
+    rhat = split_rhat(np.concatenate([x, log_post[:, :, None]], axis=2))
+    return PosteriorDraws(
+        x=x,
+        log_posterior=log_post,
+        step_size=np.full(ids.size, np.nan),
+        n_leapfrog=0,
+        metric=np.ones(compiled.dim),
+        acceptance=np.nan,
+        divergences=0,
+        rhat=float(np.nanmax(rhat)),
+        n_grad_evals=0,
+        seconds=0.0,
+        info={"source": "posterior"},
+    )
+
+
+def _path_route(compiled, draws, options, rng, progressbar, kernel):
+    """Geometric path from a Gaussian fitted to all draws; forward from q, reverse from the posterior draws."""
+    from ..schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
+
+    X, _ = draws.flat()
+    q = fit_reference(X, "gaussian")
+    family = GeometricPath(compiled, q)
+    n_paths = 256
+    path_options = {
+        **SCHEDULE_DEFAULTS,
+        "schedule": "adaptive",
+        "n_temps": 64,
+        "cess_target": 0.95,
+        "tune": True,
+        "n_pilot": n_paths,
+        "n_adapt": 4,
+        "n_tune_temps": 20,
+    }
+    tune_rng, run_rng = rng.spawn(2)
+    schedule, params, tuning, _ = setup_schedule(family, kernel, path_options, tune_rng, progressbar)
+    # reverse starts alternate between the two chain halves, so that the paths split into two independent runs
+    X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
+    X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
+    half = n_paths // 2
+    starts = np.concatenate([X_a[_evenly(X_a.shape[0], half)], X_b[_evenly(X_b.shape[0], half)]])
+    record = run_bidirectional(
+        family,
+        kernel,
+        schedule,
+        params,
+        target=compiled,
+        n_forward=2 * half,
+        n_reverse=2 * half,
+        reverse_start=starts,
+        rng=run_rng,
+        n_steps_per_temp=2,
+        keep_final=False,
+        progressbar=progressbar,
+        tuning=tuning,
+    )
+    record = replace(record, reverse_start="posterior")
+    boot_rng, *half_rngs = rng.spawn(3)
+    full = bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options["n_bootstrap"])
+    halves = {}
+    for name, part, r in (("path_a", slice(0, half), half_rngs[0]), ("path_b", slice(half, 2 * half), half_rngs[1])):
+        sub_f = replace(record.forward, log_weights=record.forward.log_weights[part], final_x=None)
+        sub_r = replace(record.reverse, log_weights=record.reverse.log_weights[part], final_x=None)
+        est = bar(sub_f, sub_r, rng=r, n_bootstrap=options["n_bootstrap"])
+        halves[name] = replace(est, log_z_se=max(est.log_z_se, est.diagnostics.get("se_bootstrap", 0.0)))
+    se = max(full.log_z_se, full.diagnostics.get("se_bootstrap", 0.0))
+    return replace(full, log_z_se=se), halves, record
+
+
+def _evenly(n, k):
+    return np.round(np.linspace(0, n - 1, k)).astype(int)
+
+
+def _tempered_route(family, kernel, options, rng, progressbar, target, reason, clock):
+    from ..smc_methods import SMC_DEFAULTS, estimate_smc_method, run_smc_method
+
+    smc_options = {**SMC_DEFAULTS, **{k: v for k, v in options.items() if k in ("keep_particles", "reference")}}
+    smc_options["reference"] = "prior"
+    record = run_smc_method(family, kernel, smc_options, rng, progressbar, target, method="smc")
+    est = estimate_smc_method("smc")(record, smc_options, rng)
+    clock.mark("tempered route (SMC from the prior)")
+    return AutoRecord(
+        route="tempered", reason=reason, estimates={"smc": est}, records={"smc": record}, primary="smc"
+    )
+
+
+def _finite_starts(compiled, rng, n):
+    """Dispersed starting points (:func:`pmz.auto.sampler.dispersed_starts`); a clear error naming the
+    non-finite terms when the log density is not finite at any of them."""
+    X = dispersed_starts(compiled, rng, n)
+    lp, ll, _, _ = compiled.log_densities_and_grads(X)  # the function the sampler uses: nothing else compiles
+    value = lp + ll
+    if not np.isfinite(value).any():
+        per_var = compiled.point_logps(X[0])
+        culprits = [name for name, v in per_var.items() if not np.isfinite(v)]
+        raise ModelSpecificationError(
+            f"pmz: the log density is {value[0]} at the initial particles (PyMC's initial point, with and without "
+            f"jitter); non-finite terms: {culprits or 'none per variable (check pm.Potential terms)'}. "
+            "Check the priors' supports, the observed data (NaN?) and any pm.Potential."
+        )
+    return X
+
+
+def check_auto_options(options):
+    """Errors for auto's own options, named as the user wrote them."""
+    for name in ("target_se", "max_rhat", "max_khat", "min_overlap"):
+        value = options[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ValueError(f"pmz: {name} must be a positive number, got {value!r}")
+    max_time = options["max_time"]
+    if max_time is not None and (isinstance(max_time, bool) or not isinstance(max_time, int | float) or max_time <= 0):
+        raise ValueError(f"pmz: max_time must be a positive number of seconds or None, got {max_time!r}")
+    if options["n_chains"] < 4:
+        raise ValueError(f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {options['n_chains']}")
+    if options["fallback"] != "smc":
+        raise ValueError(f"pmz: fallback must be 'smc', got {options['fallback']!r}")
+
+
+def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
+    """Run the auto route on a compiled PyMC model (see the module docstring)."""
+    from ..progress import progress_bar
+
+    check_auto_options(options)
+    clock = _Clock(options["max_time"])
+    sample_rng, bridge_rng, more_rng, path_rng, smc_rng = rng.spawn(5)
+    if target.layout.discrete_mask.any():
+        names = [b.rv_name for b in target.layout.blocks if b.discrete]
+        return _tempered_route(
+            family, kernel, options, smc_rng, progressbar, target, f"discrete free variables {names}", clock
+        )
+    with progress_bar(total=100, desc="auto: posterior draws", disable=not progressbar) as bar_:
+
+        def progress(label, fraction):
+            bar_.set_description(f"pmz auto: {label}")
+            bar_.n = int(100 * min(fraction, 1.0))
+            bar_.refresh()
+
+        if options["posterior"] is not None:
+            draws = _draws_from_posterior(target, options["posterior"])
+        else:
+            start_rng, sample_rng = sample_rng.spawn(2)
+            draws = sample_posterior(
+                target,
+                sample_rng,
+                starts=_finite_starts(target, start_rng, options["n_chains"]),
+                n_chains=options["n_chains"],
+                n_draws=options["n_draws"],
+                n_warmup=options["n_warmup"],
+                progress=progress,
+                deadline=clock.deadline,
+            )
+        clock.mark("posterior draws")
+        if not draws.rhat <= options["max_rhat"] and options["posterior"] is None and clock.left() > draws.seconds:
+            # not mixed yet (or separate modes): a second warm-up from where the chains are, twice the draws
+            first_rhat = draws.rhat
+            draws = sample_posterior(
+                target,
+                sample_rng,
+                starts=draws.x[:, -1],
+                n_chains=options["n_chains"],
+                n_draws=2 * options["n_draws"],
+                n_warmup=options["n_warmup"],
+                progress=progress,
+                deadline=clock.deadline,
+            )
+            clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
+    unreliable = ""
+    if not draws.rhat <= options["max_rhat"] and clock.left() <= 0:
+        unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
+    elif not draws.rhat <= options["max_rhat"]:
+        reason = f"the chains disagree (split R-hat {draws.rhat:.3g} > {options['max_rhat']})"
+        record = _tempered_route(family, kernel, options, smc_rng, progressbar, target, reason, clock)
+        record.info["rhat"] = draws.rhat
+        record.timeline = clock.timeline
+        return record
+
+    estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"])
+    clock.mark("bridge")
+    grown = 1
+    while (
+        _combined_se(estimates.values()) > options["target_se"]
+        and all(_bridge_ok(e, options)[0] for e in estimates.values())
+        and options["posterior"] is None
+        and grown < _MAX_GROWTH
+        and clock.left() > 2 * draws.seconds / grown * 0.5
+    ):
+        ratio = (_combined_se(estimates.values()) / options["target_se"]) ** 2
+        factor = int(min(np.ceil(ratio), _MAX_GROWTH / grown))
+        if factor < 2:
+            break
+        draws = continue_sampling(
+            target, draws, more_rng, draws.n_draws * (factor - 1), deadline=clock.deadline, min_draws=1
+        )
+        grown *= factor
+        estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"])
+        clock.mark(f"more draws (x{grown}) and bridge")
+
+    verdicts = [_bridge_ok(e, options) for e in estimates.values()]
+    if all(ok for ok, _ in verdicts):
+        route, reason, primary = "bridge", "the Gaussian reference overlaps the posterior well", "bridge_a"
+    else:
+        bad = next(why for ok, why in verdicts if not ok)
+        path_est, halves, path_rec = _path_route(target, draws, options, path_rng, progressbar, kernel)
+        estimates.update(path=path_est, **halves)
+        records["path"] = path_rec
+        route, reason, primary = "path", f"bridge sampling alone is not enough: {bad}", "path"
+        clock.mark("path BAR from the fitted reference")
+    return AutoRecord(
+        route=route,
+        reason=reason,
+        estimates=estimates,
+        records=records,
+        primary=primary,
+        draws=draws,
+        timeline=clock.timeline,
+        info={"rhat": draws.rhat, "growth": grown, "unreliable": unreliable},
+    )
+
+
+def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
+    """The route's estimate with both independent estimates, the route and its reason in the diagnostics."""
+    # each sub-estimate's own verdict and honest se first (pmz.reliability), then the combination
+    ests = {name: assess(est, record.records.get(name)) for name, est in record.estimates.items()}
+    if record.route == "bridge":
+        a, b = ests["bridge_a"], ests["bridge_b"]
+        log_z = 0.5 * (a.log_z + b.log_z)
+        se = _combined_se([a, b])
+        first, second = a, b
+        names = ["bridge_a", "bridge_b"]
+    elif record.route == "path":
+        first, second = ests["path_a"], ests["path_b"]
+        log_z, se = ests["path"].log_z, max(ests["path"].log_z_se, _combined_se([first, second]))
+        names = ["path_a", "path_b"]
+    else:
+        first = ests["smc"]
+        log_z, se, second, names = first.log_z, first.log_z_se, None, ["smc"]
+    used = {"bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"), "tempered": ("smc",)}
+    reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
+    if record.info.get("unreliable"):
+        reasons.append(record.info["unreliable"])
+    diagnostics = {
+        "route": record.route,
+        "route_reason": record.reason,
+        "estimates": np.array([first.log_z] + ([second.log_z] if second is not None else [])),
+        "estimates_se": np.array([first.log_z_se] + ([second.log_z_se] if second is not None else [])),
+        "estimate_names": names,
+        "timeline": [f"{label}: {t:.2f} s" for label, t in record.timeline],
+        **{k: v for k, v in record.info.items() if k != "unreliable"},
+    }
+    warnings = []
+    if second is not None:
+        diff = abs(first.log_z - second.log_z)
+        combined = float(np.hypot(first.log_z_se, second.log_z_se))
+        diagnostics.update(
+            first_log_z=first.log_z,
+            first_log_z_se=first.log_z_se,
+            second_log_z=second.log_z,
+            second_log_z_se=second.log_z_se,
+            disagreement_z=diff / combined,
+        )
+        if diff > 3 * combined:
+            warnings.append(
+                f"pmz: the two independent estimates disagree: {names[0]} {first.log_z:.3f} +/- {first.log_z_se:.3f} "
+                f"vs {names[1]} {second.log_z:.3f} +/- {second.log_z_se:.3f} ({diff / combined:.1f} combined se); "
+                "the reported se covers the difference."
+            )
+            se = max(se, 0.5 * diff)
+    for name, est in ests.items():
+        for key in ("pareto_khat", "overlap", "n_eff_reverse"):
+            if key in est.diagnostics:
+                diagnostics[f"{name}_{key}"] = est.diagnostics[key]
+    if record.draws is not None:
+        d = record.draws
+        diagnostics.update(
+            n_chains=d.n_chains, n_draws=d.n_draws, rhat=d.rhat, acceptance=d.acceptance, divergences=d.divergences
+        )
+    for est in ests.values():
+        warnings += [w for w in est.warnings if w not in warnings]
+    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.reliability
+        diagnostics = {**first.diagnostics, **diagnostics}
+    return EvidenceEstimate(
+        log_z=float(log_z),
+        log_z_se=float(se),
+        method="auto",
+        log_z_draws=first.log_z_draws if record.route == "tempered" else None,
+        diagnostics=diagnostics,
+        warnings=warnings,
+        reliable=not reasons,
+        reliability_reason="; ".join(reasons),
+    )

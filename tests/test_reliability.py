@@ -1,0 +1,290 @@
+"""pmz.reliability: every rule on estimates built to trigger it, a good estimate that stays as it was, the result's
+``reliable`` / ``reliability_reason`` (repr, netcdf round trip, older files) and two pmz.evidence runs."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import pmz
+from pmz import inference_data as idata
+from pmz.estimators.jarzynski import jarzynski
+from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
+from pmz.reliability import RULES, assess
+from pmz.results import make_result
+
+SEED = 20261122
+
+
+def _two_way(method="bar", **diagnostics):
+    """A healthy two-way estimate (BAR-like diagnostics of a good run), with ``diagnostics`` overriding."""
+    d = {
+        "se_bennett": 0.03,
+        "se_ml": 0.03,
+        "se_bootstrap": 0.029,
+        "overlap": 0.8,
+        "jarzynski_forward": -10.05,
+        "jarzynski_reverse": -9.98,
+        "lower": -10.5,
+        "upper": -9.6,
+        "gap": 0.9,
+        "reverse_start": "nuts",
+        "forward_ess_fraction": 0.5,
+        "var_log_w": 1.1,
+        "var_log_w_predicted": 0.18,
+    }
+    if method != "bar":
+        d.update(bar_log_z=-10.01, bar_se=0.03)
+    d.update(diagnostics)
+    return EvidenceEstimate(log_z=-10.0, log_z_se=0.03, method=method, diagnostics=d)
+
+
+def test_good_estimate_is_unchanged():
+    est = _two_way()
+    out = assess(est)
+    assert out.reliable and out.reliability_reason == ""
+    assert out.log_z_se == est.log_z_se and out.log_z == est.log_z and out.warnings == []
+    assert out.diagnostics["bounds_valid"] is True and "se_estimator" not in out.diagnostics
+    assert est.reliable and "bounds_valid" not in est.diagnostics  # pure: the input is untouched
+    plain = EvidenceEstimate(log_z=-1.0, log_z_se=0.1, method="ti")  # no diagnostics at all
+    assert assess(plain) == plain
+
+
+def test_rules_are_documented():
+    import pmz.reliability as rel
+
+    for rule in RULES:
+        assert f"``{rule.__name__}``" in rel.__doc__, rule.__name__
+
+
+def test_bootstrap_floor_and_excess():
+    floor = assess(_two_way(se_bootstrap=0.04))
+    assert floor.reliable and floor.log_z_se == 0.04 and floor.diagnostics["se_estimator"] == 0.03
+    excess = assess(_two_way(se_bootstrap=0.09))
+    assert not excess.reliable and "bootstrap se 0.09 is 3x" in excess.reliability_reason
+    assert excess.log_z_se == 0.09
+    assert excess.warnings == [f"pmz: the bar estimate is unreliable: {excess.reliability_reason}. "
+                               "Its se was raised from 0.03 to 0.09."]  # fmt: skip
+
+
+def test_poor_overlap_raises_se_to_the_jarzynski_bracket():
+    est = _two_way(overlap=0.01, se_ml=0.5, se_bootstrap=0.04, jarzynski_forward=-12.0, jarzynski_reverse=-8.0)
+    out = assess(est)
+    assert not out.reliable and "barely overlap (overlap 0.01 < 0.03)" in out.reliability_reason
+    assert out.log_z_se == pytest.approx(2.0)  # half of |jarzynski_reverse - jarzynski_forward| = 4
+    assert assess(_two_way(overlap=0.01, se_ml=3.0, jarzynski_forward=-12.0, jarzynski_reverse=-8.0)).log_z_se == 3.0
+    # the bounds method's half-gap se already is the bracket: poor overlap is no verdict on it
+    assert assess(_two_way("bounds", overlap=0.01)).reliable
+
+
+def test_the_logistic_regression_failure():
+    """The real failure: BAR -642.9 +- 1.0 (truth -257.2) with every diagnostic saying so."""
+    est = EvidenceEstimate(
+        log_z=-642.9,
+        log_z_se=1.0,
+        method="bar",
+        diagnostics={
+            "se_bennett": 1.0, "se_ml": 1.3, "se_bootstrap": 64.0, "overlap": 0.004,
+            "jarzynski_forward": -700.0, "jarzynski_reverse": -600.0,
+            "lower": -2500.0, "upper": 1204.0, "gap": 3704.0, "reverse_start": "resample",
+            "forward_ess_fraction": 0.002, "var_log_w": 5.9e6, "var_log_w_predicted": 0.33,
+        },  # fmt: skip
+    )
+    out = assess(est)
+    assert not out.reliable and out.log_z_se >= 64.0
+    for phrase in ("bootstrap se 64", "barely overlap", "do not keep up", "resampled forward states"):
+        assert phrase in out.reliability_reason, phrase
+    assert "\n" not in out.reliability_reason and out.diagnostics["bounds_valid"] is False
+
+
+def test_degenerate_forward_weights_of_ais():
+    rng = np.random.default_rng(1)
+    log_w = rng.normal(0.0, 3.0, 200)  # Var[log w] = 9: ESS ~ exp(-9) of the paths
+    record = WorkRecord(log_weights=log_w, schedule=[0.0, 0.5, 1.0])
+    est = jarzynski(record, rng=np.random.default_rng(2), n_bootstrap=200)
+    assert est.diagnostics["ess_fraction"] < 0.1
+    out = assess(est, record)
+    assert not out.reliable and "forward weights are degenerate" in out.reliability_reason
+    p = np.exp(log_w - log_w.max())
+    p /= p.sum()
+    s_w = np.sqrt(np.sum(p * (log_w - np.sum(p * log_w)) ** 2))
+    expected = max(s_w / np.sqrt(est.diagnostics["ess"]), est.diagnostics["se_bootstrap"], est.log_z_se)
+    assert out.log_z_se == pytest.approx(expected)
+    healthy = WorkRecord(log_weights=rng.normal(0.0, 0.3, 200), schedule=[0.0, 1.0])
+    good = jarzynski(healthy, n_bootstrap=0)
+    assert assess(good, healthy) == replace(good)
+
+
+def test_kernel_lag():
+    lagging = assess(_two_way(var_log_w=5.9e6, var_log_w_predicted=0.33))
+    assert not lagging.reliable and "1.79e+07x the perfect-transition prediction" in lagging.reliability_reason
+    # a long lower tail of lagging paths without weight (the 50-d hierarchical model: ratio ~3e3) is no verdict
+    assert assess(_two_way(var_log_w=715.0, var_log_w_predicted=0.22)).reliable
+    assert assess(_two_way(var_log_w=0.5, var_log_w_predicted=1e-5)).reliable  # tiny variances are harmless
+
+
+def test_resampled_reverse_starts():
+    bounds = assess(_two_way("bounds", reverse_start="resample"))
+    assert not bounds.reliable and "upper bound is not guaranteed" in bounds.reliability_reason
+    assert bounds.diagnostics["bounds_valid"] is False
+    healthy = assess(_two_way(reverse_start="resample"))
+    assert healthy.reliable and healthy.diagnostics["bounds_valid"] is False
+    assert healthy.log_z_se == 0.03
+    low_ess = assess(_two_way(reverse_start="resample", forward_ess_fraction=0.03))
+    assert not low_ess.reliable and "forward ESS is 3% of the paths" in low_ess.reliability_reason
+    no_burn = assess(_two_way(reverse_start="resample", reverse_burn=0))
+    assert not no_burn.reliable and "reverse_burn=0" in no_burn.reliability_reason
+
+
+def test_inverted_bounds_and_estimates_outside_them():
+    inverted = assess(_two_way("bounds", lower=-9.0, upper=-11.0, gap=-2.0, gap_se=0.1))
+    assert not inverted.reliable and "below the lower bound" in inverted.reliability_reason
+    assert inverted.diagnostics["bounds_valid"] is False and inverted.log_z_se >= 1.0
+    # without gap_se it comes from the record's log weights
+    rng = np.random.default_rng(3)
+    schedule = [0.0, 1.0]
+    forward = WorkRecord(log_weights=rng.normal(-9.0, 0.5, 100), schedule=schedule)
+    reverse = WorkRecord(log_weights=rng.normal(11.0, 0.5, 100), schedule=schedule, direction="reverse")
+    record = BidirectionalRecord(forward, reverse, reverse_start="posterior")
+    assert not assess(_two_way(lower=-9.0, upper=-11.0), record).reliable
+    above = assess(_two_way("cumulant_combined", upper=-10.5, lower=-12.0, bar_log_z=-10.6, bar_se=0.3))
+    assert not above.reliable and "above the stochastic upper bound" in above.reliability_reason
+    assert above.log_z_se == pytest.approx(0.5)
+    below = assess(_two_way("raise", lower=-9.5, bar_log_z=-9.7, bar_se=0.3))
+    assert not below.reliable and "below the stochastic lower bound" in below.reliability_reason
+    # above an upper bound that is not valid (resampled reverse starts) is no verdict
+    assert assess(_two_way("cumulant_combined", upper=-10.5, bar_log_z=-10.01, reverse_start="resample")).reliable
+
+
+def test_disagreement_with_bar_of_the_same_paths():
+    raised = assess(_two_way("raise", bar_log_z=-11.0, bar_se=0.1))
+    assert not raised.reliable and "raise and BAR of the same paths disagree by 1" in raised.reliability_reason
+    assert raised.log_z_se == pytest.approx(1.0)
+    assert assess(_two_way("raise", bar_log_z=-10.05, bar_se=0.03)).reliable
+
+
+def test_second_estimate():
+    agree = _two_way(second_log_z=-10.05, second_log_z_se=0.03)
+    assert assess(agree).reliable and assess(agree).log_z_se == 0.03
+    out = assess(_two_way(second_log_z=-11.0, second_log_z_se=0.1))
+    assert not out.reliable and "two independent estimates disagree" in out.reliability_reason
+    assert out.log_z_se == pytest.approx(0.5)  # the 2-se interval reaches the other estimate
+    # method="auto" reports the mean of its pair: the pair itself is compared
+    auto = EvidenceEstimate(
+        log_z=-10.5, log_z_se=0.5, method="auto",
+        diagnostics={"estimates": np.array([-10.0, -11.0]), "estimates_se": np.array([0.05, 0.05]),
+                     "second_log_z": -11.0, "second_log_z_se": 0.05},
+    )  # fmt: skip
+    assert not assess(auto).reliable
+
+
+def test_route_flag_and_not_finite():
+    flagged = assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics={"unreliable": "max_time was spent"}))
+    assert not flagged.reliable and flagged.reliability_reason == "max_time was spent"
+    assert assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics={"unreliable": ""})).reliable
+    assert not assess(EvidenceEstimate(-np.inf, 0.1, "smc")).reliable
+
+
+def _smc(run_log_z, se_ideal=0.02, p=0.3):
+    runs = np.asarray(run_log_z, dtype=float)
+    se_between = float(np.std(runs, ddof=1) / np.sqrt(runs.size))
+    d = {"run_log_z": runs, "se_ideal": se_ideal, "se_between": se_between, "spread_p_value": p}
+    return EvidenceEstimate(float(np.log(np.mean(np.exp(runs)))), max(se_ideal, se_between), "smc", diagnostics=d)
+
+
+def test_smc_runs():
+    good = _smc([-10.0, -10.03, -9.98, -10.01])
+    assert assess(good) == good
+    spread = assess(_smc([-10.0, -12.5, -9.5, -11.0]))
+    assert not spread.reliable and "spread by" in spread.reliability_reason
+    assert spread.log_z_se == pytest.approx(np.std([-10.0, -12.5, -9.5, -11.0], ddof=1))
+    mixing = assess(_smc([-10.0, -10.6, -9.7, -10.3], se_ideal=0.02, p=1e-6))
+    assert not mixing.reliable and "beyond their ideal-condition se" in mixing.reliability_reason
+
+
+def test_assess_is_idempotent_and_widens_draws():
+    rng = np.random.default_rng(4)
+    draws = rng.normal(-10.0, 0.03, 500)
+    est = replace(_two_way("histogram", overlap=0.01, se_ml=0.4), log_z=float(draws.mean()),
+                  log_z_se=float(draws.std(ddof=1)), log_z_draws=draws)  # fmt: skip
+    once = assess(est)
+    assert not once.reliable and once.log_z_se == pytest.approx(0.4)
+    assert np.std(once.log_z_draws, ddof=1) == pytest.approx(0.4) and np.mean(once.log_z_draws) == pytest.approx(
+        est.log_z
+    )
+    twice = assess(once)
+    assert twice.log_z_se == once.log_z_se and twice.reliability_reason == once.reliability_reason
+    assert twice.warnings == once.warnings and twice.diagnostics["se_estimator"] == est.log_z_se
+
+
+# --- the result --------------------------------------------------------------------------------------------------
+
+
+def _unreliable_result():
+    return make_result(assess(_two_way(overlap=0.01, se_ml=0.5)))
+
+
+def test_result_reliability_and_repr():
+    good = make_result(assess(_two_way()))
+    assert good.reliable is True and good.reliability_reason == ""
+    assert "UNRELIABLE" not in repr(good)
+    bad = _unreliable_result()
+    assert bad.reliable is False and "barely overlap" in bad.reliability_reason
+    lines = str(bad).splitlines()
+    assert lines[1].startswith("  log Z = ") and lines[2] == f"  UNRELIABLE: {bad.reliability_reason}"
+    assert bad.log_z_se == pytest.approx(0.5)
+    assert "bounds_valid" in bad["evidence"].data_vars
+
+
+def test_reliability_survives_netcdf(tmp_path):
+    bad = _unreliable_result()
+    path = tmp_path / "bad.nc"
+    bad.to_netcdf(str(path))
+    back = pmz.load(str(path))
+    assert back.reliable is False and back.reliability_reason == bad.reliability_reason
+    assert "UNRELIABLE" in repr(back)
+
+
+def test_results_from_older_files_read_as_reliable(tmp_path):
+    res = make_result(EvidenceEstimate(log_z=-3.0, log_z_se=0.1, method="ais"))
+    groups = {name: idata.get_group(res, name).copy() for name in res.group_names()}
+    for key in ("reliable", "reliability_reason"):
+        del groups["posterior"].attrs[key]
+    old = idata.build(pmz.EvidenceResult, groups)
+    path = tmp_path / "old.nc"
+    old.to_netcdf(str(path))
+    back = pmz.load(str(path))
+    assert "reliable" not in back.run_attrs
+    assert back.reliable is True and back.reliability_reason == "" and "UNRELIABLE" not in repr(back)
+    assert json.loads(back.run_attrs["warnings"]) == []
+
+
+# --- pmz.evidence ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def linear_regression():
+    return pmz.systems.linear_regression()
+
+
+def test_too_short_schedule_with_resampled_reverse_starts_is_unreliable(linear_regression):
+    """Two temperatures, reverse paths from resampled forward states: the forward ESS is ~2% and pmz says so."""
+    with pytest.warns(UserWarning, match="estimate is unreliable"):
+        res = pmz.evidence(
+            linear_regression.model, method="bar", reverse_start="resample", n_paths=64, n_temps=2,
+            random_seed=SEED, progressbar=False,
+        )  # fmt: skip
+    assert res.reliable is False and "resampled forward states" in res.reliability_reason
+    assert "UNRELIABLE" in repr(res)
+    assert float(res.evidence["bounds_valid"]) == 0.0
+    assert res.log_z_se >= float(res.evidence["se_bootstrap"])
+
+
+def test_good_run_stays_reliable(linear_regression):
+    res = pmz.evidence(
+        linear_regression.model, method="bar", n_paths=128, n_temps=50, random_seed=SEED, progressbar=False
+    )
+    assert res.reliable is True and res.reliability_reason == "" and "UNRELIABLE" not in repr(res)
+    assert abs(res.log_z - linear_regression.log_z) < 4 * res.log_z_se, (res.log_z, linear_regression.log_z)
+    assert res.log_z_se < 0.3
