@@ -4,11 +4,11 @@
 
 Data: a straight line with a few outliers. Model "normal" has Gaussian noise, model "student_t" heavy-tailed
 Student-t noise; both have the same priors on intercept, slope and noise scale. pmz estimates each model's log
-evidence with its default method, BAR from forward and reverse annealing (Habeck 2017), and ``pmz.compare``
-turns them into a table of log Bayes factors and posterior model probabilities with propagated standard
-errors. Bridge sampling from the NUTS draws you would have anyway is shown as a cross-check, and the figure
-shows the forward / reverse work histograms (they cross at -log Z) and the histogram estimator's posterior
-over log Z, drawn by ArviZ.
+evidence with its default method (``"auto"``: many-chain HMC draws and cross-fitted bridge sampling, two
+independent estimates), and ``pmz.compare`` turns them into a table of log Bayes factors and posterior model
+probabilities with propagated standard errors. Bridge sampling from the NUTS draws you would have anyway is shown
+as a cross-check, and the figure shows the bridge's work histograms (they cross at -log Z) and the histogram
+estimator's posterior over log Z.
 """
 
 import argparse
@@ -49,12 +49,13 @@ def main(out="bayes_factor.png"):
     x, y = simulate()
     models = {"normal": regression(x, y, "normal"), "student_t": regression(x, y, "student_t")}
 
-    # 1. log evidence of each model with the default method (BAR), and the Bayes-factor table
+    # 1. log evidence of each model with the default method ("auto"), and the Bayes-factor table
     results = {name: pmz.evidence(model, random_seed=1, progressbar=False) for name, model in models.items()}
     for name, res in results.items():
+        a, b = res.evidence["estimates"].values
         print(
-            f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}; overlap of forward and "
-            f"reverse work {float(res.evidence['overlap']):.2f})"
+            f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}, route "
+            f"{res.evidence.attrs['route']}; two independent estimates {a:.3f} and {b:.3f}; reliable {res.reliable})"
         )
     print()
     print(pmz.compare(results).round(3).to_string())
@@ -71,7 +72,7 @@ def main(out="bayes_factor.png"):
         se = np.hypot(bridge.log_z_se, results[name].log_z_se)
         print(
             f"{name:10s} bridge sampling from pm.sample draws: {bridge.log_z:9.3f} +/- {bridge.log_z_se:.3f} "
-            f"(BAR - bridge = {-diff:+.3f} = {-diff / se:+.2f} se)"
+            f"(auto - bridge = {-diff:+.3f} = {-diff / se:+.2f} se)"
         )
 
     # 3. the histogram estimator's posterior over log Z, and the work distributions
@@ -80,9 +81,9 @@ def main(out="bayes_factor.png"):
     print(az.summary(hist, var_names=["log_z"], kind="stats").to_string())
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     pmz.plot_work(results["normal"], ax=axes[0])
-    axes[0].set_title("normal noise: work histograms")
+    axes[0].set_title("normal noise: bridge work histograms")
     pmz.plot_work(results["student_t"], ax=axes[1])
-    axes[1].set_title("Student-t noise: work histograms")
+    axes[1].set_title("Student-t noise: bridge work histograms")
     pmz.plot_log_z(hist, ax=axes[2])  # pmz's own plot: the same on ArviZ 0.2x and ArviZ 1
     axes[2].set_title("Student-t: posterior over log Z (histogram method)")
     fig.tight_layout()

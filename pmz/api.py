@@ -195,10 +195,17 @@ def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: 
     per_var = compiled.point_logps(X[i])
     culprits = [name for name, value in per_var.items() if not np.isfinite(value)]
     value = parts.log_f0[i] if bad_f0[i] else parts.U[i]
+    free = set(compiled.layout.rv_names)
+    underflow = (
+        " Exact prior draws of a very vague prior (e.g. Gamma(1e-4, 1e-4)) underflow to the edge of the support; "
+        "method='auto' starts from PyMC's initial point instead and needs no prior draws."
+        if any(name in free for name in culprits)
+        else ""
+    )
     raise ModelSpecificationError(
         f"pmz: the log density is {value} at the initial particles ({family.name} start); "
         f"non-finite terms: {culprits or 'none per variable (check pm.Potential terms)'}. "
-        "Check the priors' supports, the observed data (NaN?) and any pm.Potential."
+        f"Check the priors' supports, the observed data (NaN?) and any pm.Potential.{underflow}"
     )
 
 

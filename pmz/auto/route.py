@@ -61,6 +61,7 @@ AUTO_DEFAULTS = {
 
 # the tempered route's options (pmz's "smc" defaults, imported lazily to keep this module's imports light)
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
+_SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
 
 
 @dataclass
@@ -329,6 +330,10 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
                 deadline=clock.deadline,
             )
             clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
+        if options["max_rhat"] < draws.rhat <= _SLOW_MIXING_RHAT and options["posterior"] is None:
+            # mixing slowly rather than in separate modes: longer chains (the tempered route is no cure for this)
+            draws = continue_sampling(target, draws, sample_rng, 3 * draws.n_draws, deadline=clock.deadline)
+            clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
     unreliable = ""
     if not draws.rhat <= options["max_rhat"] and clock.left() <= 0:
         unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
