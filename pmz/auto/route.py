@@ -352,7 +352,7 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         and all(_bridge_ok(e, options)[0] for e in estimates.values())
         and options["posterior"] is None
         and grown < _MAX_GROWTH
-        and clock.left() > 2 * draws.seconds / grown * 0.5
+        and clock.left() > draws.seconds / grown  # time for at least one more first-pass worth of draws
     ):
         ratio = (_combined_se(estimates.values()) / options["target_se"]) ** 2
         factor = int(min(np.ceil(ratio), _MAX_GROWTH / grown))
