@@ -41,7 +41,7 @@ from ..runners.bridge import fit_reference, run_bridge
 from ..runners.starts import posterior_to_flat
 from .diagnostics import pareto_khat
 from ..model.pymc import ModelSpecificationError
-from .sampler import PosteriorDraws, continue_sampling, dispersed_starts, sample_posterior
+from .sampler import PosteriorDraws, continue_sampling, dispersed_starts, max_split_rhat, sample_posterior
 
 __all__ = ["AUTO_DEFAULTS", "AutoRecord", "run_auto", "estimate_auto", "check_auto_options"]
 
@@ -59,7 +59,6 @@ AUTO_DEFAULTS = {
     "fallback": "smc",
 }
 
-# the tempered route's options (pmz's "smc" defaults, imported lazily to keep this module's imports light)
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
 _SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
 
@@ -125,10 +124,9 @@ def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng
     q = fit_reference(X_fit, "gaussian")
     record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
-    se = max(est.log_z_se, est.diagnostics.get("se_bootstrap", 0.0))
     khat = pareto_khat(record.forward.log_weights)
-    est = replace(est, log_z_se=se, diagnostics={**est.diagnostics, "pareto_khat": khat})
-    return est, record
+    est = replace(est, diagnostics={**est.diagnostics, "pareto_khat": khat})
+    return assess(est, record), record  # pmz.reliability: verdict and honest se (bootstrap floor, overlap, ...)
 
 
 def _bridge_pair(compiled, draws, rng, n_bootstrap):
@@ -161,10 +159,7 @@ def _draws_from_posterior(compiled, posterior) -> PosteriorDraws:
     length = min(int(np.sum(chain == c)) for c in ids)
     x = np.stack([X[chain == c][:length] for c in ids])
     lp, ll = compiled.log_densities(x.reshape(-1, compiled.dim))
-    from .diagnostics import split_rhat
-
     log_post = (lp + ll).reshape(x.shape[:2])
-    rhat = split_rhat(np.concatenate([x, log_post[:, :, None]], axis=2))
     return PosteriorDraws(
         x=x,
         log_posterior=log_post,
@@ -173,7 +168,7 @@ def _draws_from_posterior(compiled, posterior) -> PosteriorDraws:
         metric=np.ones(compiled.dim),
         acceptance=np.nan,
         divergences=0,
-        rhat=float(np.nanmax(rhat)),
+        rhat=max_split_rhat(x, log_post),
         n_grad_evals=0,
         seconds=0.0,
         info={"source": "posterior"},
@@ -222,15 +217,13 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
     )
     record = replace(record, reverse_start="posterior")
     boot_rng, *half_rngs = rng.spawn(3)
-    full = bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options["n_bootstrap"])
+    full = assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options["n_bootstrap"]), record)
     halves = {}
     for name, part, r in (("path_a", slice(0, half), half_rngs[0]), ("path_b", slice(half, 2 * half), half_rngs[1])):
         sub_f = replace(record.forward, log_weights=record.forward.log_weights[part], final_x=None)
         sub_r = replace(record.reverse, log_weights=record.reverse.log_weights[part], final_x=None)
-        est = bar(sub_f, sub_r, rng=r, n_bootstrap=options["n_bootstrap"])
-        halves[name] = replace(est, log_z_se=max(est.log_z_se, est.diagnostics.get("se_bootstrap", 0.0)))
-    se = max(full.log_z_se, full.diagnostics.get("se_bootstrap", 0.0))
-    return replace(full, log_z_se=se), halves, record
+        halves[name] = assess(bar(sub_f, sub_r, rng=r, n_bootstrap=options["n_bootstrap"]))
+    return full, halves, record
 
 
 def _evenly(n, k):
@@ -240,10 +233,9 @@ def _evenly(n, k):
 def _tempered_route(family, kernel, options, rng, progressbar, target, reason, clock):
     from ..smc_methods import SMC_DEFAULTS, estimate_smc_method, run_smc_method
 
-    smc_options = {**SMC_DEFAULTS, **{k: v for k, v in options.items() if k in ("keep_particles", "reference")}}
-    smc_options["reference"] = "prior"
+    smc_options = {**SMC_DEFAULTS, "keep_particles": options["keep_particles"], "reference": "prior"}
     record = run_smc_method(family, kernel, smc_options, rng, progressbar, target, method="smc")
-    est = estimate_smc_method("smc")(record, smc_options, rng)
+    est = assess(estimate_smc_method("smc")(record, smc_options, rng), record)
     clock.mark("tempered route (SMC from the prior)")
     return AutoRecord(
         route="tempered", reason=reason, estimates={"smc": est}, records={"smc": record}, primary="smc"
@@ -253,9 +245,7 @@ def _tempered_route(family, kernel, options, rng, progressbar, target, reason, c
 def _finite_starts(compiled, rng, n):
     """Dispersed starting points (:func:`pmz.auto.sampler.dispersed_starts`); a clear error naming the
     non-finite terms when the log density is not finite at any of them."""
-    X = dispersed_starts(compiled, rng, n)
-    lp, ll, _, _ = compiled.log_densities_and_grads(X)  # the function the sampler uses: nothing else compiles
-    value = lp + ll
+    X, value = dispersed_starts(compiled, rng, n)
     if not np.isfinite(value).any():
         per_var = compiled.point_logps(X[0])
         culprits = [name for name, v in per_var.items() if not np.isfinite(v)]
@@ -277,7 +267,9 @@ def check_auto_options(options):
     if max_time is not None and (isinstance(max_time, bool) or not isinstance(max_time, int | float) or max_time <= 0):
         raise ValueError(f"pmz: max_time must be a positive number of seconds or None, got {max_time!r}")
     if options["n_chains"] < 4:
-        raise ValueError(f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {options['n_chains']}")
+        raise ValueError(
+            f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {options['n_chains']}"
+        )
     if options["fallback"] != "smc":
         raise ValueError(f"pmz: fallback must be 'smc', got {options['fallback']!r}")
 
@@ -389,8 +381,7 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
 
 def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     """The route's estimate with both independent estimates, the route and its reason in the diagnostics."""
-    # each sub-estimate's own verdict and honest se first (pmz.reliability), then the combination
-    ests = {name: assess(est, record.records.get(name)) for name, est in record.estimates.items()}
+    ests = record.estimates  # each already carries its own verdict and honest se (pmz.reliability)
     if record.route == "bridge":
         a, b = ests["bridge_a"], ests["bridge_b"]
         log_z = 0.5 * (a.log_z + b.log_z)

@@ -33,7 +33,7 @@ import numpy as np
 
 from .diagnostics import split_rhat
 
-__all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts"]
+__all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
 
 _TARGET_ACCEPT = 0.8
 _DIVERGENCE = 1000.0
@@ -101,8 +101,9 @@ def _log_post_and_grad(compiled, X):
 
 
 def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: float = 2.0, tries: int = 20):
-    """``n`` starting points: PyMC's initial point plus uniform(-jitter, jitter) noise, redrawn with half the
-    jitter where the log density is not finite (and the initial point itself as a last resort)."""
+    """``n`` starting points ``X (n, dim)`` and their log posterior ``(n,)``: PyMC's initial point plus
+    uniform(-jitter, jitter) noise, redrawn with half the jitter where the log density is not finite (and the
+    initial point itself as a last resort)."""
     x0 = compiled.initial_point()
     X = x0 + rng.uniform(-jitter, jitter, size=(n, compiled.dim))
     value, _ = _log_post_and_grad(compiled, X)
@@ -115,8 +116,16 @@ def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: floa
         X[bad] = x0 + rng.uniform(-scale, scale, size=(int(bad.sum()), compiled.dim))
         value[bad] = _log_post_and_grad(compiled, X[bad])[0]
     bad = ~np.isfinite(value)
-    X[bad] = x0
-    return X
+    if bad.any():
+        X[bad] = x0
+        value[bad] = _log_post_and_grad(compiled, x0[None, :])[0][0]
+    return X, value
+
+
+def max_split_rhat(x, log_posterior) -> float:
+    """The largest split R-hat over the coordinates of ``x (chain, draw, dim)`` and the log posterior."""
+    rhat = split_rhat(np.concatenate([x, np.asarray(log_posterior)[:, :, None]], axis=2))
+    return float(np.nanmax(rhat)) if np.isfinite(rhat).any() else np.inf
 
 
 class _DualAveraging:
@@ -237,7 +246,7 @@ def sample_posterior(
     t0 = time.perf_counter()
     grads0 = compiled.n_grad_evals
     dim = compiled.dim
-    x = dispersed_starts(compiled, rng, n_chains) if starts is None else np.array(starts, dtype=float)
+    x = dispersed_starts(compiled, rng, n_chains)[0] if starts is None else np.array(starts, dtype=float)
     value, grad = _log_post_and_grad(compiled, x)
     dense = dim <= dense_max
     metric, chol = (np.eye(dim), np.eye(dim)) if dense else (np.ones(dim), np.ones(dim))
@@ -254,7 +263,8 @@ def sample_posterior(
         window = []
         for _ in range(length):
             cap = 10 if phase == 0 else max_leapfrog
-            x, value, grad, acc, _ = _hmc_step(compiled, rng, x, value, grad, adapt.eps, chol, n_leapfrog_for(adapt.eps, cap))
+            n_leapfrog = n_leapfrog_for(adapt.eps, cap)
+            x, value, grad, acc, _ = _hmc_step(compiled, rng, x, value, grad, adapt.eps, chol, n_leapfrog)
             adapt.update(np.where(np.isfinite(acc), acc, 0.0))
             if kind == "slow":
                 window.append(x)
@@ -277,7 +287,10 @@ def sample_posterior(
         seconds=time.perf_counter() - t0,
         info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup},
     )
-    report = None if progress is None else (lambda kept: progress("posterior draws", (n_warmup + kept) / (n_warmup + n_draws)))
+    def report(kept):
+        progress("posterior draws", (n_warmup + kept) / (n_warmup + n_draws))
+
+    report = None if progress is None else report
     return continue_sampling(compiled, empty, rng, n_draws, deadline=deadline, min_draws=10, start=x, report=report)
 
 
@@ -310,7 +323,6 @@ def continue_sampling(
         return draws
     new_x = np.concatenate([draws.x, np.stack(xs, axis=1)], axis=1)
     new_v = np.concatenate([draws.log_posterior, np.stack(values, axis=1)], axis=1)
-    rhat = split_rhat(np.concatenate([new_x, new_v[:, :, None]], axis=2))
     n_old, n_new = draws.n_draws, len(xs)
     return PosteriorDraws(
         x=new_x,
@@ -320,7 +332,7 @@ def continue_sampling(
         metric=metric,
         acceptance=(draws.acceptance * n_old + accept_sum) / (n_old + n_new),
         divergences=draws.divergences + divergences,
-        rhat=float(np.nanmax(rhat)) if np.isfinite(rhat).any() else np.inf,
+        rhat=max_split_rhat(new_x, new_v),
         n_grad_evals=draws.n_grad_evals + compiled.n_grad_evals - grads0,
         seconds=draws.seconds + time.perf_counter() - t0,
         info=draws.info,
