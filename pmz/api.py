@@ -344,11 +344,9 @@ def evidence(
         **_versions(),
     }
     posterior_draws = None
-    if getattr(record, "draws", None) is not None:  # auto: its equally weighted posterior draws, model names
-        posterior_draws = posterior_dataset(target, record.draws.x)
-        attrs["route"] = record.route
-        attrs["route_reason"] = record.reason
-    elif "route" in estimate.diagnostics:
+    if getattr(record, "posterior_x", None) is not None:  # auto: its equally weighted posterior draws, model names
+        posterior_draws = posterior_dataset(target, record.posterior_x)
+    if "route" in estimate.diagnostics:
         attrs["route"], attrs["route_reason"] = estimate.diagnostics["route"], estimate.diagnostics["route_reason"]
     record = getattr(record, "result_record", record)  # a composite route (auto) shows its main run's groups
     return make_result(

@@ -105,6 +105,11 @@ def test_discrete_model_takes_the_tempered_route():
     res = _evidence(model, 0)
     assert res["evidence"].attrs["route"] == "tempered"
     assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    # the SMC runs' particles, resampled to equal weights, are the posterior draws: one chain per run
+    post = res["posterior"]
+    assert post["k"].dims == ("chain", "draw") and post["k"].shape == post["log_z"].shape
+    p_k1 = 0.3 * np.prod(stats.norm.pdf(y, 2, 1)) / np.exp(truth)
+    assert abs(float(post["k"].mean()) - p_k1) < 0.05
 
 
 def test_disagreement_warning_and_se_growth():
