@@ -12,6 +12,7 @@ import numpy as np
 import pymc as pm
 
 from .families import GeometricPath, PowerPosterior
+from .inputs import pymc_model, seed_label, seeded_streams
 from .kernels import KERNELS, GPRiemannianHMC, Kernel
 from .kernels.gibbs import MixedKernel, SiteGibbs
 from .model.energy import EnergyFamily, EnergyModel
@@ -235,7 +236,8 @@ def evidence(
         resample-move algorithm (Fraccaro, Paquet & Winther) that adds particles where a stage is hard (result
         group ``smc``).
     random_seed : int, numpy SeedSequence or Generator, optional
-        The same seed gives bit-identical results.
+        The same seed gives bit-identical results. A non-negative int of any size (or a list of them), a
+        ``numpy.random.SeedSequence`` or ``numpy.random.Generator``; not the legacy ``RandomState``.
     progressbar : bool
         Show a progress bar.
     **options
@@ -301,14 +303,13 @@ def evidence(
         raise ValueError(f"pmz: unknown method {method!r}; available: {sorted(METHODS)}")
     standalone = model is None and isinstance(options.get("sequence"), SMCSequence)
     energy = standalone or isinstance(model, EnergyModel)
-    model = model if energy else pm.modelcontext(model)
+    model = model if energy else pymc_model(model)
     if method == "auto" and energy:  # an energy model has its own exact base draws: two-way annealing from them
         method = "bar"
     options = _check_options(method, options)
     spec = METHODS[method]
     t0 = time.perf_counter()
-    rng = np.random.default_rng(random_seed)
-    check_rng, run_rng, estimate_rng, result_rng = rng.spawn(4)
+    check_rng, run_rng, estimate_rng, result_rng = seeded_streams(random_seed, 4)
 
     with blas_thread_limit(options["blas_threads"]):
         target = options["sequence"] if standalone else model if energy else _compiled_model(model, options)
@@ -332,7 +333,7 @@ def evidence(
         particles = {"x": record.final_x} if energy else target.to_constrained(record.final_x)
     attrs = {
         "options": {k: _option_label(v) for k, v in options.items()},
-        "random_seed": random_seed if isinstance(random_seed, Integral | type(None)) else repr(random_seed),
+        "random_seed": seed_label(random_seed),
         "family": "none" if family is None else family.name,
         "kernel": "none" if kernel is None else kernel.name,
         "dim": target.dim,

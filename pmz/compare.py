@@ -6,6 +6,7 @@ Posterior model probabilities with prior ``pi_m``: ``p(m | y) = pi_m Z_m / sum_j
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,14 +17,35 @@ from .weights import logsumexp
 __all__ = ["BayesFactor", "bayes_factor", "compare"]
 
 
-def _log_z_and_se(result) -> tuple[float, float]:
+def _log_z_and_se(result, name: str | None = None) -> tuple[float, float]:
     if hasattr(result, "log_z") and hasattr(result, "log_z_se"):
         return float(result.log_z), float(result.log_z_se)
     if isinstance(result, tuple | list) and len(result) == 2:
-        return float(result[0]), float(result[1])
+        try:
+            return float(result[0]), float(result[1])
+        except (TypeError, ValueError):
+            pass
+    where = "" if name is None else f" for model {name!r}"
     raise TypeError(
-        "pmz: expected an EvidenceResult (or anything with .log_z and .log_z_se, or a (log_z, se) pair), "
-        f"got {type(result).__name__}"
+        "pmz: expected an EvidenceResult (or anything with .log_z and .log_z_se, or a (log_z, se) pair of numbers)"
+        f"{where}, got {type(result).__name__}"
+    )
+
+
+def _named(results) -> dict:
+    """``{name: result}`` from a dict, or from a list / tuple of results named ``model_0``, ``model_1``, ..."""
+    if hasattr(results, "log_z"):  # one result (a DataTree is also a Mapping of its groups)
+        raise TypeError(
+            "pmz.compare takes several results: a dict {name: EvidenceResult} or a list [res_a, res_b]; got one "
+            f"{type(results).__name__}"
+        )
+    if isinstance(results, Mapping):
+        return dict(results)
+    if isinstance(results, list | tuple):
+        return {f"model_{i}": result for i, result in enumerate(results)}
+    raise TypeError(
+        "pmz.compare: results must be a dict {name: EvidenceResult} or a list of results (named model_0, model_1, "
+        f"...), got {type(results).__name__}"
     )
 
 
@@ -62,13 +84,15 @@ def bayes_factor(a, b) -> BayesFactor:
     return BayesFactor(za - zb, float(np.hypot(sa, sb)))
 
 
-def compare(results: dict, *, prior: dict | None = None) -> pd.DataFrame:
+def compare(results: dict | list, *, prior: dict | list | None = None) -> pd.DataFrame:
     """Rank models by evidence, like ``az.compare`` ranks them by predictive accuracy.
 
     Parameters
     ----------
-    results : dict of name -> EvidenceResult (or (log_z, se))
-    prior : dict of name -> prior model probability, optional (default uniform)
+    results : dict of name -> EvidenceResult (or (log_z, se)), or a list / tuple of them
+        A list's models are named ``model_0``, ``model_1``, ... in its order.
+    prior : dict of name -> prior model probability, optional (default uniform); a list in the order of a list
+        of results
 
     Returns
     -------
@@ -76,13 +100,19 @@ def compare(results: dict, *, prior: dict | None = None) -> pd.DataFrame:
     ``rank``, ``log_z``, ``log_z_se``, ``log_bf`` (log Bayes factor against the best model, <= 0),
     ``log_bf_se`` (its se; 0 for the best), ``probability`` (posterior model probability) and ``method``.
     """
+    results = _named(results)
     if not results:
         raise ValueError("pmz.compare needs at least one result")
     names = list(results)
     log_z = np.empty(len(names))
     se = np.empty(len(names))
     for i, name in enumerate(names):
-        log_z[i], se[i] = _log_z_and_se(results[name])
+        log_z[i], se[i] = _log_z_and_se(results[name], name)
+    if prior is not None and not isinstance(prior, Mapping):
+        prior = list(prior)
+        if len(prior) != len(names):
+            raise ValueError(f"pmz.compare: prior has {len(prior)} probabilities for {len(names)} models")
+        prior = dict(zip(names, prior))
     if prior is None:
         log_prior = np.zeros(len(names))
     else:

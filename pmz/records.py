@@ -167,6 +167,10 @@ class TemperingTrace:
         ``sum U`` and ``sum U^2`` over the visits of each level (plain TI).
     batch_size : ndarray (B,)
         Samples per batch (sweeps x chains).
+    batch_inf, batch_q_inf : ndarray (B, K) or None
+        The visits, and ``sum_i q(k | x_i)``, of the samples whose ``U`` is not finite (``f1(x) = 0``, e.g. a
+        likelihood that is zero on part of the prior). Such samples only have weight at ``b_0 = 0``; they enter
+        ``batch_q`` and ``batch_counts`` but add 0 to the ``U`` sums. None (read as zeros) for older traces.
     level_traces : ndarray (n_sweeps, n_traces) of int
         The level of the first few chains after every sweep.
     acceptance : ndarray (K,)
@@ -216,6 +220,8 @@ class TemperingTrace:
     kernel: str = ""
     draws_U: np.ndarray | None = None
     draws_level: np.ndarray | None = None
+    batch_inf: np.ndarray | None = None
+    batch_q_inf: np.ndarray | None = None
     final_x: np.ndarray | None = None
     final_levels: np.ndarray | None = None
     final_log_q: np.ndarray | None = None

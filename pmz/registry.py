@@ -192,11 +192,21 @@ _TWO_WAY_ESTIMATORS = {
     "bar": lambda rec, o, rng: bar(
         rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"], n_eff_r=rec.n_eff_reverse
     ),
-    "raise": lambda rec, o, rng: raise_estimate(rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
+    "raise": lambda rec, o, rng: raise_estimate(
+        rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"], forward_record=rec.forward
+    ),
     "cumulant": lambda rec, o, rng: cumulant(rec.forward, rec.reverse, rng=rng, n_bootstrap=o["n_bootstrap"]),
     "bounds": lambda rec, o, rng: stochastic_bounds(rec.forward, rec.reverse),
     "histogram": lambda rec, o, rng: histogram_posterior(rec.forward, rec.reverse, n_draws=o["n_gibbs_draws"], rng=rng),
 }
+
+
+def _estimate_bridge(record, options, rng):
+    """Bridge sampling is BAR with one step (reference -> posterior); the result says "bridge", its evidence group
+    names the estimator (``estimator = "bar"``)."""
+    estimate = _two_way(_TWO_WAY_ESTIMATORS["bar"])(record, options, rng)
+    return replace(estimate, method="bridge", diagnostics={**estimate.diagnostics, "estimator": "bar"})
+
 
 _ANNEALING_DEFAULTS = {
     "n_paths": 512,
@@ -261,7 +271,7 @@ METHODS: dict[str, Method] = {
     "bridge": Method(
         name="bridge",
         run=_run_bridge,
-        estimate=_two_way(_TWO_WAY_ESTIMATORS["bar"]),
+        estimate=_estimate_bridge,
         defaults={
             "posterior": None,  # InferenceData of posterior draws; default: run pm.sample (NUTS)
             "n_draws": 2000,

@@ -54,6 +54,8 @@ or ``az.plot_dist`` (ArviZ 1); ``res.to_netcdf(path)`` and :func:`load` round-tr
 from __future__ import annotations
 
 import json
+import os
+from numbers import Integral
 
 import numpy as np
 import xarray as xr
@@ -65,6 +67,7 @@ from .records import BidirectionalRecord, EvidenceEstimate, SMCRecord, Tempering
 __all__ = ["EvidenceResult", "make_result", "load"]
 
 _SCALAR_TYPES = (int, float, np.integer, np.floating, bool, np.bool_)
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 class EvidenceResult(_idata.RESULT_BASE):
@@ -109,7 +112,8 @@ class EvidenceResult(_idata.RESULT_BASE):
 
     @property
     def run_attrs(self) -> dict:
-        """Metadata of the run: options, seed, versions, wall time, log-density evaluations."""
+        """Metadata of the run: options, seed (an int; a decimal string when it is >= 2**63), versions, wall time,
+        log-density evaluations."""
         return dict(self._run)
 
     def group_names(self) -> list[str]:
@@ -166,9 +170,12 @@ def _jsonable(value):
 
 
 def _netcdf_attr(value):
-    """attrs must be numbers or strings for netcdf; everything else becomes JSON."""
+    """attrs must be numbers or strings for netcdf; everything else becomes JSON. Integers outside int64 (a
+    ``random_seed`` >= 2**63) become decimal strings: netcdf has no larger integer attribute."""
     if isinstance(value, bool | np.bool_):
         return int(value)
+    if isinstance(value, Integral) and not _INT64_MIN <= value <= _INT64_MAX:
+        return str(int(value))
     if isinstance(value, _SCALAR_TYPES + (str,)):
         return value
     return json.dumps(_jsonable(value))
@@ -379,8 +386,35 @@ def make_result(
 
 
 def load(path) -> EvidenceResult:
-    """Read a result written by ``EvidenceResult.to_netcdf(path)``; ``.log_z`` etc. are restored."""
-    groups = _idata.read_netcdf(path)
-    if "posterior" not in groups or "log_z" not in groups["posterior"].attrs:
-        raise ValueError(f"pmz: {path} does not hold a pmz EvidenceResult (no posterior.log_z attributes)")
+    """Read a result written by ``EvidenceResult.to_netcdf(path)``; ``.log_z`` etc. are restored.
+
+    Raises FileNotFoundError when there is no such file, and ValueError when the file is not a complete netcdf
+    file (truncated, another format) or does not hold a pmz result (no numeric ``log_z`` and ``log_z_se`` in the
+    posterior attrs).
+    """
+    if isinstance(path, str | os.PathLike) and not os.path.exists(path):
+        raise FileNotFoundError(f"pmz: no file {os.fspath(path)!r} (pmz.load reads a file written by res.to_netcdf)")
+    try:
+        groups = _idata.read_netcdf(path)
+    except Exception as err:  # h5py, netCDF4 and scipy each fail their own way on a file that is not netcdf
+        first_line = str(err).strip().split("\n")[0].split(". ")[0][:200]
+        raise ValueError(
+            f"pmz: {path} is not a pmz EvidenceResult file: it cannot be read as netcdf ({type(err).__name__}: "
+            f"{first_line}); was it written by res.to_netcdf and copied completely?"
+        ) from err
+    attrs = groups["posterior"].attrs if "posterior" in groups else {}
+    missing = [key for key in ("log_z", "log_z_se") if key not in attrs]
+    if missing:
+        raise ValueError(
+            f"pmz: {path} does not hold a pmz EvidenceResult (no posterior attribute(s) {missing}; "
+            f"groups: {sorted(groups)}); pmz.load reads files written by res.to_netcdf"
+        )
+    for key in ("log_z", "log_z_se"):
+        try:
+            float(attrs[key])
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"pmz: {path} is not a pmz EvidenceResult file: its posterior attribute {key} is {attrs[key]!r}, "
+                "not a number"
+            ) from None
     return _idata.build(EvidenceResult, groups)

@@ -12,6 +12,9 @@
   ``n_temps`` steps, are the production schedule (equal CESS steps are equal steps of thermodynamic length to
   second order).
 
+A family whose ``U`` is identically zero (``trivial_path``: a model without observed data or potentials) gets the
+one-step schedule ``[0, 1]`` whatever the options say: there is nothing to anneal and every estimator is exact.
+
 ``delta_max`` (any rule) then caps every increment ("deceleration", VAROPT section 5):
 :func:`pmz.families.optimal.decelerate`. The kernels' parameters come from the same pilot, interpolated onto the
 production schedule in beta, and are frozen; the pilot's own random stream and its cost are counted in the result
@@ -55,18 +58,28 @@ def _check(options):
         raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess!r}")
 
 
+def _pilot_metric(walk):
+    """The pilot's metric on a grid, or None when ``Var_b[U]`` is zero wherever the pilot measured it (``U``
+    constant where it is finite: no likelihood at all, or a ``pm.Potential`` that is 0 or -inf). The path then
+    has length zero and every schedule is as good as any other."""
+    keep = np.isfinite(walk["var_U"])
+    if not np.any(walk["var_U"][keep] > 0):
+        return None
+    return thermodynamic_metric(walk["betas"][keep], walk["var_U"][keep])
+
+
 def _metric_description(walk, schedule):
     """The pilot's metric and what it predicts for ``schedule`` (stored in the run's tuning description)."""
     betas, var_U = walk["betas"], walk["var_U"]
     keep = np.isfinite(var_U)
     if keep.sum() < 2:
         return {}
-    grid, g = thermodynamic_metric(betas[keep], var_U[keep])
+    metric = _pilot_metric(walk)
     return {
         "metric_beta": betas[keep].tolist(),
         "metric_g": var_U[keep].tolist(),
-        "thermodynamic_length": thermodynamic_length(grid, g),
-        "predicted_var_log_w": predicted_log_weight_variance(schedule, grid, g),
+        "thermodynamic_length": 0.0 if metric is None else thermodynamic_length(*metric),
+        "predicted_var_log_w": 0.0 if metric is None else predicted_log_weight_variance(schedule, *metric),
     }
 
 
@@ -82,6 +95,11 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     if isinstance(rule, str) and rule not in SCHEDULES and rule not in OPTIMAL_RULES:
         choices = sorted(SCHEDULES) + list(OPTIMAL_RULES)
         raise ValueError(f"pmz: unknown schedule {rule!r}; choose one of {choices} or pass an array")
+    trivial = bool(getattr(family, "trivial_path", False))
+    if trivial:  # U = 0 (no likelihood): f1 = f0, nothing to anneal; one step from b = 0 to 1 is exact
+        if not isinstance(rule, str):
+            validate_schedule(rule)  # a bad array is still an error
+        rule, n_temps = "linear", 1
     n_pilot = int(n_pilot or options["n_pilot"])
     tune = options["tune"] and kernel.tunable
     n_adapt = options["n_adapt"] if kernel.tunable else 1
@@ -98,10 +116,11 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
             n_tune_temps=options["varopt_pilot_temps"],
             progressbar=progressbar,
         )
-        walk = tuned.walk
-        keep = np.isfinite(walk["var_U"])
-        grid, g = thermodynamic_metric(walk["betas"][keep], walk["var_U"][keep])
-        schedule = constant_speed_schedule(grid, g, n_temps)
+        metric = _pilot_metric(tuned.walk)
+        if metric is None:  # a zero metric: no schedule is better than the pilot's own rule
+            schedule = make_schedule(options["varopt_pilot"], n_temps)
+        else:
+            schedule = constant_speed_schedule(*metric, n_temps)
     elif isinstance(rule, str) and rule == "adaptive":
         tuned = adaptive_pilot(
             family,
@@ -129,7 +148,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
                 n_tune_temps=options["n_tune_temps"],
                 progressbar=progressbar,
             )
-    if options.get("delta_max") is not None:
+    if options.get("delta_max") is not None and not trivial:
         schedule = decelerate(schedule, options["delta_max"])
     if tuned is None:
         params = [kernel.default_params(family.dim)] * schedule.size
@@ -139,6 +158,8 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     else:
         params = [kernel.default_params(family.dim)] * schedule.size
     tuning = {**tuning, "schedule_rule": rule if isinstance(rule, str) else "array"}
+    if trivial:
+        tuning["nothing_to_anneal"] = "the model has no likelihood (U = 0): one step from f0 to f1 = f0"
     if tuned is not None:
         tuning["pilot_logp_evals"] = family.n_logp_evals - evals0
         tuning["pilot_grad_evals"] = family.n_grad_evals - grads0

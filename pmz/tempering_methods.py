@@ -218,6 +218,9 @@ TEMPERING_ESTIMATORS = {
 
 def tempering_estimator(name):
     def estimate(record, options, rng):
-        return _with_others(TEMPERING_ESTIMATORS[name](record, options), record, options)
+        result = _with_others(TEMPERING_ESTIMATORS[name](record, options), record, options)
+        if record.tuning.get("nothing_to_anneal"):  # U = 0: log Z = log Z0 exactly (TS's visit counts are noisy)
+            result = replace(result, log_z=float(record.log_z0), log_z_se=0.0)
+        return result
 
     return estimate

@@ -41,6 +41,8 @@ def ess(log_w) -> float:
     if not finite.any():
         return 0.0
     lw = log_w[finite]
+    if np.ptp(lw) == 0:  # equal weights: exactly the number of them (no round-off below it)
+        return float(lw.size)
     return float(np.exp(2 * logsumexp(lw) - logsumexp(2 * lw)))
 
 

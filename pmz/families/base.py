@@ -39,8 +39,14 @@ class LogDensityParts:
     grad_U: np.ndarray | None = None
 
     def log_density(self, beta) -> np.ndarray:
-        """``log f_beta = log f0 + beta U``; ``beta`` is a scalar or one value per particle ``(n,)``."""
-        return self.log_f0 + np.asarray(beta) * self.U
+        """``log f_beta = log f0 + beta U``; ``beta`` is a scalar or one value per particle ``(n,)``.
+
+        ``beta U`` is 0 at ``beta = 0`` also where ``U = -inf`` (``f1(x) = 0``): ``f_0 = f0`` is the start density
+        everywhere, including where the target vanishes, so a kernel at ``beta = 0`` samples all of f0.
+        """
+        beta = np.asarray(beta, dtype=float)
+        with np.errstate(invalid="ignore"):
+            return self.log_f0 + np.where(beta == 0.0, 0.0, beta * self.U)
 
     def grad_log_density(self, beta) -> np.ndarray:
         if self.grad_U is None:
@@ -72,11 +78,15 @@ class TemperedFamily:
     log_z0 : float
         log normalising constant of f0 (0 for a normalised prior or reference).
     name : str
+    trivial_path : bool
+        True when ``U`` is identically zero (``f1 = f0``, e.g. a model without observed data or potentials):
+        there is nothing to anneal, ``log Z = log Z0`` exactly, and runners use a one-step schedule.
     """
 
     dim: int
     log_z0: float = 0.0
     name: str = "family"
+    trivial_path: bool = False
 
     def sample_start(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` exact draws from f0, shape ``(n, dim)``."""

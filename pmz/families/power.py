@@ -46,6 +46,9 @@ class PowerPosterior(ModelFamily):
             )
         super().__init__(compiled)
         self.prior = PriorReference(compiled)
+        model = compiled.model
+        # no observed variable and no tempered pm.Potential: U = 0, f1 = f0, log Z = log Z0 exactly
+        self.trivial_path = not model.observed_RVs and not (compiled.potentials == "likelihood" and model.potentials)
 
     def sample_start(self, rng, n):
         return self.prior.sample(rng, n)

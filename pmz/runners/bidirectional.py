@@ -28,7 +28,7 @@ import numpy as np
 
 from ..records import BidirectionalRecord
 from .ais import run_ais
-from .starts import hmc_starts, nuts_draws, posterior_to_flat, resampled_starts
+from .starts import DRAW_KINDS, hmc_starts, is_draws, nuts_draws, posterior_to_flat, resampled_starts
 
 __all__ = ["run_bidirectional", "REVERSE_STARTS"]
 
@@ -64,15 +64,33 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
             state, _ = kernel.step(rng, state, family, 1.0, params[-1])
         return state.x, "resample"
     if isinstance(reverse_start, np.ndarray):
-        X = np.asarray(reverse_start, dtype=float)
-        if X.ndim != 2 or X.shape[1] != family.dim:
-            raise ValueError(f"pmz: reverse_start array must have shape (n, {family.dim}), got {X.shape}")
-        keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
-        return X[keep], "posterior"
+        return _flat_starts(reverse_start, family.dim, n), "posterior"
     if _is_energy(target):
         raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
-    X, _ = posterior_to_flat(target, reverse_start, n)
+    if not is_draws(reverse_start):
+        raise TypeError(
+            f"pmz: reverse_start must be one of {REVERSE_STARTS}, posterior draws ({DRAW_KINDS}) or an array "
+            f"(n, {family.dim}) of flat unconstrained states; got {type(reverse_start).__name__}"
+        )
+    X, _ = posterior_to_flat(target, reverse_start, n, option="reverse_start")
     return X, "posterior"
+
+
+def _flat_starts(array, dim: int, n: int) -> np.ndarray:
+    """A user's array of flat states, checked (shape, numbers, finite) and thinned evenly to at most ``n``."""
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"pmz: the reverse_start array holds {array.dtype} values, not numbers")
+    X = np.asarray(array, dtype=float)
+    if X.ndim != 2 or X.shape[1] != dim or X.shape[0] == 0:
+        raise ValueError(f"pmz: reverse_start array must have shape (n, {dim}) with n >= 1, got {X.shape}")
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"pmz: {int(bad.sum())} of the {X.shape[0]} rows of the reverse_start array are NaN or inf (the first "
+            f"is row {int(np.argmax(bad))}); drop them"
+        )
+    keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
+    return X[keep]
 
 
 def run_bidirectional(

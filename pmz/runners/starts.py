@@ -13,22 +13,141 @@ preference (Habeck 2017 section 3; METHODS.md section 1):
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping
 
-from ..inference_data import ess_bulk, is_inference_data, posterior_group
+import numpy as np
+import xarray as xr
+
+from ..inference_data import ess_bulk, group_names, is_inference_data, posterior_group
 from ..weights import systematic_resample
 
-__all__ = ["posterior_to_flat", "nuts_draws", "hmc_starts", "resampled_starts", "chain_ess"]
+__all__ = ["posterior_to_flat", "is_draws", "DRAW_KINDS", "nuts_draws", "hmc_starts", "resampled_starts", "chain_ess"]
+
+DRAW_KINDS = (
+    "pm.sample's result (InferenceData or DataTree), its posterior group (an xarray.Dataset with dims chain, draw, "
+    "...) or a dict {name: array (n, ...)}"
+)
 
 
-def _posterior_group(posterior):
+def is_draws(obj) -> bool:
+    """Whether ``obj`` is one of the kinds of posterior draws :func:`posterior_to_flat` reads."""
+    return is_inference_data(obj) or isinstance(obj, xr.Dataset | Mapping)
+
+
+def _posterior_group(posterior, option: str):
     if is_inference_data(posterior):  # pm.sample's InferenceData (PyMC 5) or DataTree (PyMC 6), or its node
-        return posterior_group(posterior)
+        try:
+            return posterior_group(posterior)
+        except ValueError:
+            raise ValueError(
+                f"pmz: the draws given as {option}= have no 'posterior' group (groups: {group_names(posterior)}); "
+                "pass pm.sample's result or its posterior group"
+            ) from None
+    if not isinstance(posterior, xr.Dataset | Mapping):
+        raise TypeError(f"pmz: {option}= must be {DRAW_KINDS}; got {type(posterior).__name__}")
     return posterior  # an xarray Dataset or a dict of arrays
 
 
-def posterior_to_flat(compiled, posterior, n: int | None = None):
+def _draw_shapes(compiled) -> dict[str, tuple]:
+    """Shape of one draw of each free variable on its own (constrained) scale, as pm.sample stores it."""
+    shapes, unknown = {}, []
+    for rv in compiled.model.free_RVs:
+        if None in rv.type.shape:  # a symbolic dimension (dims from mutable coords): evaluate it once
+            unknown.append(rv.name)
+        else:
+            shapes[rv.name] = tuple(int(d) for d in rv.type.shape)
+    if unknown:
+        values = compiled.to_constrained(compiled.initial_point()[None])
+        shapes.update({name: tuple(values[name].shape[1:]) for name in unknown})
+    return shapes
+
+
+def _named_draws(compiled, post, option: str):
+    """``{name: (n, *shape)}`` for every free variable and the chain of each draw; errors name what is wrong."""
+    names = [rv.name for rv in compiled.model.free_RVs]
+    missing = [name for name in names if name not in post]
+    if missing:
+        raise ValueError(
+            f"pmz: the draws given as {option}= lack the free variable(s) {missing} of the model "
+            f"(they hold {sorted(map(str, post))}); pass draws of this model's variables"
+        )
+    if not isinstance(post, xr.Dataset):  # a dict (an xarray Dataset is a Mapping too)
+        draws = {name: np.asarray(post[name]) for name in names}
+        counts = {name: (v.shape[0] if v.ndim else 0) for name, v in draws.items()}
+        if len(set(counts.values())) > 1:
+            raise ValueError(
+                f"pmz: the draws given as {option}= have different numbers of draws per variable {counts}; "
+                "a dict holds arrays (n, ...) with the same n, the draw index first"
+            )
+        chain = np.zeros(next(iter(counts.values())), dtype=int)
+        layout = "a dict holds arrays (n, *shape), the draw index first (an xarray Dataset: (chain, draw, *shape))"
+        where = "draw {}".format
+    else:
+        for name in names:
+            if post[name].dims[:2] != ("chain", "draw"):
+                raise ValueError(
+                    f"pmz: the draws of {name!r} given as {option}= have dims {post[name].dims}; pmz reads "
+                    "(chain, draw, ...) as pm.sample stores them"
+                )
+        n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+        draws = {name: np.asarray(post[name]).reshape(n_chain * n_draw, *post[name].shape[2:]) for name in names}
+        chain = np.repeat(np.arange(n_chain), n_draw)
+        layout = "pmz reads dims (chain, draw, *shape)"
+
+        def where(i):
+            return f"chain {i // n_draw}, draw {i % n_draw}"
+
+    if chain.size == 0:
+        raise ValueError(f"pmz: no posterior draws given as {option}=")
+    shapes = _draw_shapes(compiled)
+    for name, values in draws.items():
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"pmz: the draws of {name!r} given as {option}= hold {values.dtype} values, not numbers")
+        if values.shape[1:] != shapes[name]:
+            raise ValueError(
+                f"pmz: each draw of {name!r} given as {option}= has shape {values.shape[1:]}, but the model's "
+                f"{name!r} has shape {shapes[name]}; {layout}"
+            )
+        bad = ~np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1)
+        if bad.any():
+            raise ValueError(
+                f"pmz: {int(bad.sum())} of the {values.shape[0]} draws of {name!r} given as {option}= are NaN or "
+                f"inf (the first at {where(int(np.argmax(bad)))}); drop them or check the sampler that made them"
+            )
+    return draws, chain
+
+
+def _check_support(compiled, X, draws: dict, option: str):
+    """Draws outside their variable's support: the value transform gives NaN / inf (a negative scale, a value
+    outside an interval) or does not invert to them (a simplex that does not sum to 1, an unordered vector under
+    an ordered transform). The error names the first such variable and shows a value."""
+    bad = ~np.isfinite(X)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        name, count = compiled.layout.variable_of_coordinate(int(col)), int(bad.any(axis=1).sum())
+    else:
+        back = compiled.to_constrained(X)
+        for name in draws:
+            given = np.asarray(draws[name], dtype=float).reshape(X.shape[0], -1)
+            off = ~np.isclose(back[name].reshape(X.shape[0], -1), given, rtol=1e-5, atol=1e-6).all(axis=1)
+            if off.any():
+                row, count = int(np.argmax(off)), int(off.sum())
+                break
+        else:
+            return
+    value = np.array2string(np.asarray(draws[name][row]), threshold=6, precision=4)
+    raise ValueError(
+        f"pmz: {count} of the {X.shape[0]} draws given as {option}= lie outside the support of {name!r} "
+        f"(e.g. {name} = {value}); are they draws of this model?"
+    )
+
+
+def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str = "posterior"):
     """Flat unconstrained particles from posterior draws, thinned evenly to at most ``n``.
+
+    The draws are checked first: every free variable present, one draw of each with the variable's shape, finite
+    values inside the variable's support; the errors name the variable and ``option`` (the argument the draws
+    came in, ``"posterior"`` or ``"reverse_start"``).
 
     Parameters
     ----------
@@ -37,6 +156,8 @@ def posterior_to_flat(compiled, posterior, n: int | None = None):
         xarray.Dataset with dims (chain, draw, ...), or a dict ``name -> (n, ...)``
     n : int, optional
         Keep at most this many draws (evenly spaced, all chains).
+    option : str
+        The name of the argument the draws were given as, for error messages.
 
     Returns
     -------
@@ -44,24 +165,12 @@ def posterior_to_flat(compiled, posterior, n: int | None = None):
     chain : ndarray (m,) of int
         Chain index of each kept draw (for effective sample sizes).
     """
-    post = _posterior_group(posterior)
-    names = [rv.name for rv in compiled.model.free_RVs]
-    if isinstance(post, dict):
-        draws = {name: np.asarray(post[name]) for name in names if name in post}
-        total = len(next(iter(draws.values()))) if draws else 0
-        chain = np.zeros(total, dtype=int)
-    else:
-        missing = [name for name in names if name not in post]
-        if missing:
-            raise ValueError(f"pmz: the posterior draws lack the free variable(s) {missing}")
-        n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-        draws = {name: np.asarray(post[name]).reshape(n_chain * n_draw, *post[name].shape[2:]) for name in names}
-        total = n_chain * n_draw
-        chain = np.repeat(np.arange(n_chain), n_draw)
-    if total == 0:
-        raise ValueError("pmz: no posterior draws given")
+    draws, chain = _named_draws(compiled, _posterior_group(posterior, option), option)
+    total = chain.size
     keep = np.arange(total) if n is None or n >= total else np.round(np.linspace(0, total - 1, n)).astype(int)
-    X = compiled.from_constrained({name: v[keep] for name, v in draws.items()})
+    kept = {name: v[keep] for name, v in draws.items()}
+    X = compiled.from_constrained(kept)
+    _check_support(compiled, X, kept, option)
     return X, chain[keep]
 
 

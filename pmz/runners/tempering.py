@@ -28,11 +28,29 @@ from ..progress import progress_bar
 from ..records import TemperingTrace
 from .levels import level_log_probs, move_levels
 
-__all__ = ["run_tempering", "adapt_log_zhat", "tempering_sweep", "rts_update", "uniform_log_prior"]
+__all__ = [
+    "run_tempering",
+    "adapt_log_zhat",
+    "tempering_sweep",
+    "rts_update",
+    "uniform_log_prior",
+    "start_outside_support_at_zero",
+]
 
 
 def uniform_log_prior(n_levels: int) -> np.ndarray:
     return np.full(n_levels, -np.log(n_levels))
+
+
+def start_outside_support_at_zero(levels, U, betas) -> np.ndarray:
+    """Chains whose ``U`` is not finite (``f1(x) = 0``: a likelihood that is zero there) start at level 0 when
+    ``b_0 = 0``, the only level where ``f_b(x) > 0``; at any other level their kernel could never move them (every
+    proposal's ratio to a zero density is rejected) and ``q(k | x)`` sends them to level 0 after the first sweep
+    anyway."""
+    levels = np.asarray(levels, dtype=int)
+    if betas[0] != 0.0:
+        return levels
+    return np.where(np.isfinite(U), levels, 0)
 
 
 def tempering_sweep(
@@ -129,9 +147,10 @@ def run_tempering(
     x0 = family.sample_start(rng, n_chains) if start_x is None else np.asarray(start_x, dtype=float)
     levels = rng.integers(0, K, size=n_chains) if start_levels is None else np.asarray(start_levels, dtype=int)
     state = kernel.init_state(family, x0)
+    levels = start_outside_support_at_zero(levels, state.parts.U, betas)
 
     B = max(1, min(int(n_batches), int(n_sweeps)))
-    sums = {name: np.zeros((B, K)) for name in ("q", "qU", "qU2", "counts", "U", "U2")}
+    sums = {name: np.zeros((B, K)) for name in ("q", "qU", "qU2", "counts", "U", "U2", "inf", "q_inf")}
     batch_size = np.zeros(B, dtype=int)
     n_traces = min(int(n_traces), n_chains)
     level_traces = np.empty((n_sweeps, n_traces), dtype=int)
@@ -149,8 +168,11 @@ def run_tempering(
             b = t * B // n_sweeps
             q = np.exp(log_q)
             U = state.parts.U
-            U_finite = np.where(np.isfinite(U), U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
+            finite = np.isfinite(U)
+            U_finite = np.where(finite, U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
             sums["q"][b] += q.sum(axis=0)
+            sums["q_inf"][b] += q[~finite].sum(axis=0)
+            sums["inf"][b] += np.bincount(moved_at[~finite], minlength=K)
             sums["qU"][b] += U_finite @ q
             sums["qU2"][b] += U_finite**2 @ q
             sums["counts"][b] += np.bincount(moved_at, minlength=K)
@@ -178,6 +200,8 @@ def run_tempering(
         batch_U=sums["U"],
         batch_U2=sums["U2"],
         batch_size=batch_size,
+        batch_inf=sums["inf"],
+        batch_q_inf=sums["q_inf"],
         log_z0=float(family.log_z0),
         level_traces=level_traces,
         acceptance=acceptance,

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..kernels.base import Kernel
 from ..progress import progress_bar
-from .tempering import tempering_sweep, uniform_log_prior
+from .tempering import start_outside_support_at_zero, tempering_sweep, uniform_log_prior
 
 __all__ = ["run_wang_landau", "WL_UPDATES"]
 
@@ -72,7 +72,7 @@ def run_wang_landau(
     theta = np.zeros(K) if log_g is None else np.asarray(log_g, dtype=float).copy()
     x0 = family.sample_start(rng, n_chains) if start_x is None else start_x
     state = kernel.init_state(family, x0)
-    levels = rng.integers(0, K, size=n_chains)
+    levels = start_outside_support_at_zero(rng.integers(0, K, size=n_chains), state.parts.U, betas)
     prior = np.exp(log_prior)
     gamma, one_over_t_from = float(gamma0), -1
     histogram, visits = np.zeros(K), np.zeros(K)

@@ -1,0 +1,164 @@
+"""Log densities that are -inf on part of the space (issue 17, "tempering with -inf regions").
+
+Case A: a likelihood that is zero on part of the prior (``y ~ Uniform(0, theta)`` with ``theta ~ Gamma(2, 1)``):
+``log L = -inf`` wherever ``theta < max(y)``, so ``E_prior[log L] = -inf``. Case B: no likelihood at all (log Z = 0
+exactly), and a ``pm.Potential`` that cuts the space with -inf (log Z = log 1/2). Every tempering and annealing
+method either gives a correct value (within 4 se + 0.02, with se < 0.2) or says clearly why it cannot.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import integrate, stats
+
+import pmz
+from pmz.estimators.raise_ import raise_estimate
+from pmz.estimators.ti import ti, ti_rb
+from pmz.families.base import LogDensityParts
+from pmz.records import TemperingTrace, WorkRecord
+
+DATA = np.array([0.5, 1.2, 2.0])
+TEMPERING = dict(n_sweeps=300, n_temps=20)
+ANNEALING = dict(n_paths=128, n_temps=100)
+OPTIONS = {
+    **{m: TEMPERING for m in ("ti", "ti_rb", "rts", "mbar")},
+    "wang_landau": {**TEMPERING, "wl_sweeps": 300},
+    **{m: ANNEALING for m in ("ais", "bar", "raise")},
+    "smc": {},
+}
+
+
+def _exact_log_z_a() -> float:
+    """log of int Gamma(2, 1).pdf(t) prod_i 1[y_i < t] / t dt = int_{max y}^inf t e^-t t^-3 dt (quadrature)."""
+    value, _ = integrate.quad(lambda t: stats.gamma(2).pdf(t) * t ** -float(DATA.size), DATA.max(), np.inf)
+    return float(np.log(value))
+
+
+@pytest.fixture(scope="module")
+def support_model():
+    with pm.Model() as model:
+        theta = pm.Gamma("theta", 2, 1)
+        pm.Uniform("y", 0, theta, observed=DATA)
+    return model
+
+
+@pytest.fixture(scope="module")
+def prior_only():
+    with pm.Model() as model:
+        pm.Normal("x", 0, 1)
+        pm.HalfNormal("s", 2)
+    return model
+
+
+@pytest.fixture(scope="module")
+def cut_model():
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 1)
+        pm.Potential("cut", pt.switch(x > 0, 0.0, -np.inf))
+    return model
+
+
+def _run(model, method, **extra):
+    return pmz.evidence(model, method=method, random_seed=1, progressbar=False, **OPTIONS[method], **extra)
+
+
+def _assert_correct(res, truth):
+    assert res.reliable, res.reliability_reason
+    assert np.isfinite(res.log_z_se) and res.log_z_se < 0.2
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02, (res.method, res.log_z, res.log_z_se, truth)
+
+
+def test_exact_answer_by_quadrature():
+    # int_2^inf t^-2 e^-t dt = e^-2 / 2 - E1(2)
+    from scipy.special import exp1
+
+    assert _exact_log_z_a() == pytest.approx(np.log(np.exp(-2.0) / 2 - exp1(2.0)), abs=1e-8)
+    assert _exact_log_z_a() == pytest.approx(-3.9756, abs=1e-3)
+
+
+def test_tempered_density_at_zero_ignores_minus_inf():
+    """0 * (-inf) = 0 at beta = 0 exactly: f_0 = f0 everywhere, so a kernel at beta = 0 samples the whole prior."""
+    parts = LogDensityParts(np.array([-1.0, -2.0]), np.array([-np.inf, -3.0]))
+    np.testing.assert_array_equal(parts.log_density(0.0), [-1.0, -2.0])
+    np.testing.assert_array_equal(parts.log_density(0.5), [-np.inf, -3.5])
+    np.testing.assert_array_equal(parts.log_density(np.array([0.0, 1.0])), [-1.0, -5.0])
+
+
+@pytest.mark.parametrize("method", ["ti", "ti_rb", "raise", "mbar", "rts", "wang_landau", "bar", "smc"])
+def test_likelihood_zero_on_part_of_the_prior(support_model, method):
+    res = _run(support_model, method)
+    _assert_correct(res, _exact_log_z_a())
+    if method in ("ti", "ti_rb", "raise"):  # the prior mass where log L > -inf: P(theta > 2) = 3 e^-2
+        mass = float(res.evidence["log_support_mass"])
+        assert abs(mass - np.log(3 * np.exp(-2.0))) < 0.15
+
+
+@pytest.mark.parametrize("method", ["bar", "ais", "rts", "ti", "smc"])
+def test_no_likelihood_is_exactly_zero(prior_only, method):
+    res = _run(prior_only, method)
+    assert res.log_z == 0.0
+    assert res.log_z_se < 1e-6  # 0, or BAR's root-finding tolerance
+    assert res.reliable
+
+
+@pytest.mark.parametrize("method", ["bar", "ais", "rts", "ti", "smc"])
+def test_potential_that_cuts_the_space(cut_model, method):
+    _assert_correct(_run(cut_model, method), np.log(0.5))
+
+
+def test_zero_metric_optimal_schedule(cut_model):
+    """Var_b[U] = 0 wherever U is finite: the pilot's metric is zero, varopt falls back to the pilot's rule."""
+    res = pmz.evidence(cut_model, method="ais", schedule="varopt", random_seed=2, progressbar=False, **ANNEALING)
+    _assert_correct(res, np.log(0.5))
+
+
+def _trace(level0_inf_fraction, rb=False):
+    """A two-level trace (b = 0, 1) whose level-0 samples have U = -inf with the given fraction, U = -1 elsewhere."""
+    B, n = 8, 100
+    counts = np.tile([n, n], (B, 1)).astype(float)
+    inf = np.zeros((B, 2))
+    inf[:, 0] = level0_inf_fraction * n
+    finite = counts - inf
+    U_sum = -1.0 * finite
+    return TemperingTrace(
+        betas=np.array([0.0, 1.0]),
+        log_zhat=np.zeros(2),
+        log_prior=np.log([0.5, 0.5]),
+        batch_q=counts,
+        batch_qU=U_sum,
+        batch_qU2=finite,
+        batch_counts=counts,
+        batch_U=U_sum,
+        batch_U2=finite,
+        batch_size=np.full(B, 2 * n),
+        batch_inf=inf,
+        batch_q_inf=inf,
+    )
+
+
+def test_ti_adds_the_prior_mass_where_the_likelihood_is_positive():
+    # half the prior has U = -inf, U = -1 elsewhere: log Z = log 1/2 - 1
+    for estimator in (ti, ti_rb):
+        est = estimator(_trace(0.5))
+        assert est.log_z == pytest.approx(np.log(0.5) - 1.0)
+        assert est.diagnostics["log_support_mass"] == pytest.approx(np.log(0.5))
+
+
+def test_ti_refuses_when_no_prior_sample_has_a_finite_likelihood():
+    est = ti(_trace(1.0))
+    assert np.isnan(est.log_z) and np.isnan(est.log_z_se)
+    assert "thermodynamic integration has no answer" in est.warnings[0]
+    assert 'method="bar"' in est.warnings[0]
+
+
+def test_raise_adds_the_forward_paths_support_fraction():
+    reverse = WorkRecord(log_weights=np.zeros(10), schedule=[0.0, 1.0], direction="reverse")
+    forward = WorkRecord(log_weights=np.r_[np.zeros(30), np.full(10, -np.inf)], schedule=[0.0, 1.0])
+    est = raise_estimate(reverse, n_bootstrap=0, forward_record=forward)
+    assert est.log_z == pytest.approx(np.log(0.75))
+    assert est.log_z_se == pytest.approx(np.sqrt(0.25 / (40 * 0.75)))
+    assert raise_estimate(reverse, n_bootstrap=0).log_z == 0.0  # no forward paths: the mass is taken as 1
+    nothing = WorkRecord(log_weights=np.full(4, -np.inf), schedule=[0.0, 1.0])
+    refused = raise_estimate(reverse, n_bootstrap=0, forward_record=nothing)
+    assert np.isnan(refused.log_z) and "reverse paths cannot see" in refused.warnings[0]
