@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 import warnings
 import weakref
+from dataclasses import replace
 from numbers import Integral
 
-import numpy as np
 
 import pymc as pm
 
+from .checks import check_start, n_start, prior_normalisation_note, with_draws_check
 from .families import GeometricPath, PowerPosterior
 from .inputs import pymc_model, seed_label, seeded_streams
 from .kernels import KERNELS, GPRiemannianHMC, Kernel
@@ -142,7 +143,7 @@ def _make_kernel(options, target) -> Kernel:
     if not mask.any():
         return _continuous_kernel("hmc" if kernel == "auto" else kernel, options)
     sites, values = layout.discrete_sites()
-    gibbs = SiteGibbs(sites, values)
+    gibbs = SiteGibbs(sites, values, bounds=layout.discrete_bounds())
     if mask.all():
         if kernel not in ("auto", "gibbs"):
             raise ValueError(f"pmz: every free variable is discrete; kernel {kernel!r} cannot move them (use 'auto')")
@@ -172,42 +173,6 @@ def _make_family(compiled, reference):
         if not hasattr(reference, member):
             raise TypeError(f"pmz: a reference object needs .{member} (see pmz.model.GaussianReference)")
     return GeometricPath(compiled, reference)
-
-
-def _check_start(family, kernel: Kernel, compiled: CompiledModel, rng, n_check: int = 16):
-    """Evaluate the log density at a few start draws; name the variable behind NaN / inf.
-
-    The evaluation uses the function the kernel will use (with gradients for HMC), so the check compiles
-    nothing the run does not need.
-    """
-    X = family.sample_start(rng, n_check)
-    parts = family.parts(X, grad=kernel.needs_grad)
-    bad_f0 = ~np.isfinite(parts.log_f0)
-    bad_u = np.isnan(parts.U) | (parts.U == np.inf)
-    all_zero = np.all(parts.U == -np.inf)
-    if not (bad_f0.any() or bad_u.any() or all_zero):
-        return
-    if isinstance(compiled, EnergyModel):
-        raise ModelSpecificationError(
-            f"pmz: {compiled.name}: log f0 or log f1 is NaN/inf at exact draws of the base "
-            f"(log f0 = {parts.log_f0[:3]}, U = {parts.U[:3]}); the base must cover the target's support."
-        )
-    i = int(np.argmax(bad_f0 | bad_u)) if (bad_f0.any() or bad_u.any()) else 0
-    per_var = compiled.point_logps(X[i])
-    culprits = [name for name, value in per_var.items() if not np.isfinite(value)]
-    value = parts.log_f0[i] if bad_f0[i] else parts.U[i]
-    free = set(compiled.layout.rv_names)
-    underflow = (
-        " Exact prior draws of a very vague prior (e.g. Gamma(1e-4, 1e-4)) underflow to the edge of the support; "
-        "method='auto' starts from PyMC's initial point instead and needs no prior draws."
-        if any(name in free for name in culprits)
-        else ""
-    )
-    raise ModelSpecificationError(
-        f"pmz: the log density is {value} at the initial particles ({family.name} start); "
-        f"non-finite terms: {culprits or 'none per variable (check pm.Potential terms)'}. "
-        f"Check the priors' supports, the observed data (NaN?) and any pm.Potential.{underflow}"
-    )
 
 
 def evidence(
@@ -316,15 +281,24 @@ def evidence(
         evals0, grads0 = target.n_logp_evals, target.n_grad_evals
         compile0 = _compile_seconds(target)
         family = kernel = None
+        prior_diagnostics, prior_warning = {}, None
         if spec.needs_kernel and not standalone:
             family = _make_family(target, options["reference"])
             kernel = _make_kernel(options, target)
-            if spec.check_start:
-                _check_start(family, kernel, target, check_rng)
+            if spec.check_start:  # methods that start from the family's draws (not auto, which starts at the posterior)
+                check_start(family, kernel, target, check_rng, n_start(options))
+                prior_diagnostics, prior_warning = prior_normalisation_note(family, target, check_rng, method)
 
         record = spec.run(family, kernel, options, run_rng, progressbar, target)
         estimate = spec.estimate(record, options, estimate_rng)
+        estimate = with_draws_check(estimate, record)
         estimate = assess(estimate, record)  # pmz.reliability: reliable flag, reason and an honest se
+    if prior_warning:
+        estimate = replace(
+            estimate,
+            diagnostics={**estimate.diagnostics, **prior_diagnostics},
+            warnings=[*estimate.warnings, prior_warning],
+        )
     for message in estimate.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
 

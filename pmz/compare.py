@@ -2,10 +2,17 @@
 
 For independent estimates, ``log BF_ab = log Z_a - log Z_b`` with ``se = sqrt(se_a^2 + se_b^2)``.
 Posterior model probabilities with prior ``pi_m``: ``p(m | y) = pi_m Z_m / sum_j pi_j Z_j``.
+
+Unreliable inputs are flagged, never silently ranked: the table's ``reliable`` and ``warnings`` columns carry each
+result's verdict (:mod:`pmz.reliability`) and its number of warnings, and a ``UserWarning`` names the unreliable
+models. A model whose log Z or se is not finite (NaN or inf: its error is unknown) makes every posterior model
+probability NaN, since each depends on all the evidences, and its log Bayes factors' se are NaN; the table is
+still returned, ranked by log Z (non-finite values last), with a warning naming the model.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -30,6 +37,25 @@ def _log_z_and_se(result, name: str | None = None) -> tuple[float, float]:
         "pmz: expected an EvidenceResult (or anything with .log_z and .log_z_se, or a (log_z, se) pair of numbers)"
         f"{where}, got {type(result).__name__}"
     )
+
+
+def _verdict(result) -> tuple[bool, str, int]:
+    """``(reliable, reason, number of warnings)`` of a result; a (log_z, se) pair is reliable when finite."""
+    log_z, se = _log_z_and_se(result)
+    finite = bool(np.isfinite(log_z) and np.isfinite(se))
+    reliable = bool(getattr(result, "reliable", True)) and finite
+    reason = str(getattr(result, "reliability_reason", "") or "")
+    if not finite and not reason:
+        reason = f"log Z {log_z:.6g} with se {se:.3g} is not finite"
+    n_warnings = len(getattr(result, "warnings", None) or []) if hasattr(result, "log_z") else 0
+    return reliable, reason, n_warnings
+
+
+def _warn_unreliable(verdicts: dict, what: str) -> None:
+    bad = {name: reason for name, (reliable, reason, _) in verdicts.items() if not reliable}
+    if bad:
+        listed = "; ".join(f"{name!r}: {reason or 'see its warnings'}" for name, reason in bad.items())
+        warnings.warn(f"pmz.{what}: unreliable estimate(s), {listed}", UserWarning, stacklevel=3)
 
 
 def _named(results) -> dict:
@@ -78,9 +104,13 @@ def bayes_factor(a, b) -> BayesFactor:
     --------
     >>> bayes_factor((-10.0, 0.3), (-12.0, 0.4))
     BayesFactor(log_bf=2.0000 +/- 0.5000, bf=7.389)
+
+    A result with ``reliable=False`` or a non-finite log Z or se gives a ``UserWarning`` naming it (as ``a`` or
+    ``b``); a NaN se makes ``log_bf_se`` NaN.
     """
     za, sa = _log_z_and_se(a)
     zb, sb = _log_z_and_se(b)
+    _warn_unreliable({"a": _verdict(a), "b": _verdict(b)}, "bayes_factor")
     return BayesFactor(za - zb, float(np.hypot(sa, sb)))
 
 
@@ -98,7 +128,16 @@ def compare(results: dict | list, *, prior: dict | list | None = None) -> pd.Dat
     -------
     pandas.DataFrame indexed by model name, best first, with columns
     ``rank``, ``log_z``, ``log_z_se``, ``log_bf`` (log Bayes factor against the best model, <= 0),
-    ``log_bf_se`` (its se; 0 for the best), ``probability`` (posterior model probability) and ``method``.
+    ``log_bf_se`` (its se; 0 for the best), ``probability`` (posterior model probability), ``method``,
+    ``reliable`` (the result's verdict; a (log_z, se) pair is reliable when both are finite) and ``warnings``
+    (how many warnings the run gave; ``res.warnings`` lists them).
+
+    Warns
+    -----
+    UserWarning
+        Naming every model whose result is unreliable. When a log Z or se is not finite (e.g. ``method="rts"``
+        with ``n_sweeps=1`` has se NaN) every ``probability`` is NaN: it depends on all the evidences, and one of
+        them has an unknown error. Rerun that model with more work, or leave it out.
     """
     results = _named(results)
     if not results:
@@ -124,19 +163,37 @@ def compare(results: dict | list, *, prior: dict | list | None = None) -> pd.Dat
             raise ValueError("pmz.compare: prior probabilities must be non-negative and sum to 1")
         with np.errstate(divide="ignore"):
             log_prior = np.log(p)
-    best = int(np.argmax(log_z))
+    verdicts = {name: _verdict(results[name]) for name in names}
+    _warn_unreliable(verdicts, "compare")
+    finite = np.isfinite(log_z) & np.isfinite(se)
+    ranked = np.where(np.isnan(log_z), -np.inf, log_z)
+    best = int(np.argmax(ranked))
     log_post = log_z + log_prior
+    if finite.all():
+        probability = np.exp(log_post - logsumexp(log_post))
+    else:
+        probability = np.full(len(names), np.nan)
+        warnings.warn(
+            "pmz.compare: the log Z or se of "
+            + ", ".join(f"{n!r} ({log_z[i]:.6g} +- {se[i]:.3g})" for i, n in enumerate(names) if not finite[i])
+            + " is not finite, so no posterior model probability can be given (all NaN); rerun with more work "
+            "or leave the model out",
+            UserWarning,
+            stacklevel=2,
+        )
     table = pd.DataFrame(
         {
             "log_z": log_z,
             "log_z_se": se,
             "log_bf": log_z - log_z[best],
             "log_bf_se": np.where(np.arange(len(names)) == best, 0.0, np.hypot(se, se[best])),
-            "probability": np.exp(log_post - logsumexp(log_post)),
+            "probability": probability,
             "method": [getattr(results[n], "method", "") for n in names],
+            "reliable": [verdicts[n][0] for n in names],
+            "warnings": [verdicts[n][2] for n in names],
         },
         index=pd.Index(names, name="model"),
     )
-    table = table.sort_values("log_z", ascending=False)
+    table = table.iloc[np.argsort(-ranked, kind="stable")]
     table.insert(0, "rank", np.arange(len(names)))
     return table

@@ -20,6 +20,7 @@ from .estimators.cumulant import cumulant
 from .estimators.histogram import histogram_posterior
 from .estimators.jarzynski import jarzynski
 from .estimators.raise_ import raise_estimate
+from .reliability import reverse_start_phrase
 from .runners.ais import run_ais
 from .runners.bidirectional import run_bidirectional
 from .runners.bridge import run_bridge
@@ -159,6 +160,8 @@ def _two_way_diagnostics(estimate, record, options):
     if estimate.method != "bar":
         extra["bar_log_z"] = ref.log_z
     extra["reverse_start"] = record.reverse_start
+    user_start = options.get("reverse_start")
+    extra["reverse_start_option"] = user_start if isinstance(user_start, str) else f"<{type(user_start).__name__}>"
     if record.reverse_start == "resample":
         extra["reverse_burn"] = int(options.get("reverse_burn", 0))
     warnings = list(estimate.warnings)
@@ -167,11 +170,13 @@ def _two_way_diagnostics(estimate, record, options):
     ess_fraction = _ess_fraction(record.forward.log_weights)
     extra["forward_ess_fraction"] = ess_fraction
     if record.reverse_start == "resample" and (ess_fraction < 0.1 or options.get("reverse_burn", 0) == 0):
+        why = f"the forward ESS is {100 * ess_fraction:.1f}% of the paths" if ess_fraction < 0.1 else "reverse_burn=0"
+        chosen = reverse_start_phrase(extra["reverse_start_option"])
         warnings.append(
-            f"pmz: the reverse paths started at resampled forward end states (reverse_start='resample') while the "
-            f"forward ESS is {100 * ess_fraction:.1f}% of the paths (or reverse_burn=0): they inherit the forward "
-            "run's bias, and the upper bound and RAISE are not guaranteed. Pass posterior draws "
-            "(reverse_start=idata), use reverse_start='nuts', or add temperatures."
+            f"pmz: the reverse paths started at resampled forward end states ({chosen}) while {why}: they inherit "
+            "the forward run's bias, and the upper bound and RAISE are not guaranteed. "
+            + ("Add temperatures (n_temps)" if ess_fraction < 0.1 else "Set reverse_burn > 0")
+            + " or pass draws of the target (reverse_start=idata or an array of states)."
         )
     estimate = _with_schedule_diagnostics(estimate, record.forward)
     return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)

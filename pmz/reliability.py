@@ -26,11 +26,16 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     ``se_bootstrap > 2 x`` the estimator's own (delta-method / asymptotic) se: the weights are heavy-tailed and the
     asymptotic se is meaningless. Good runs: ratio 0.9-1.2 (the bootstrap of 200 replicates is itself good to ~5%).
 ``poor_overlap``
-    ``overlap < 0.03`` between the forward and negated reverse work (BAR's and the histogram's ``min_overlap``):
-    every two-way method except ``bounds`` (whose half-gap se already is the bracket). Floor:
-    ``max(se_ml, se_bootstrap, |jarzynski_reverse - jarzynski_forward| / 2)`` (the one-sided Jarzynski values
-    bracket log Z in expectation; half their distance makes a 2-se interval as wide as that bracket). Good runs:
-    overlap 0.35 (hierarchical) to 0.98.
+    ``overlap < 0.03`` between the forward and negated reverse work (BAR's and the histogram's ``min_overlap``), or
+    no forward work inside the range of the negated reverse works (or no negated reverse work inside the range of
+    the forward works; BAR warns on the former): every two-way method except ``bounds`` (whose half-gap se already
+    is the bracket). The second test matters when a side has few paths: with one reverse path (a ``reverse_start``
+    array of one row) the overlap measure ``(1/n_f + 1/n_r) sum P_0 P_1`` is near 1 whatever the works are.
+    Floor: ``max(se_ml, se_bootstrap, |jarzynski_reverse - jarzynski_forward| / 2)`` (the one-sided Jarzynski values
+    bracket log Z in expectation; half their distance makes a 2-se interval as wide as that bracket), and when all
+    of these are 0 (identical reverse paths, a degenerate bootstrap) half the bounds' gap or the distance to BAR: a
+    zero se with poor overlap cannot be reported. Good runs: overlap 0.35 (hierarchical) to 0.98, both range
+    fractions > 0 (0.27-1).
 ``degenerate_weights``
     one-sided Jarzynski methods (``ais``: forward weights, ``raise``: reverse weights) with ``ess_fraction < 0.1``
     (their own warning). Floor: ``s_w / sqrt(ESS)``, with ``s_w`` the sd of log w under the normalised weights
@@ -58,6 +63,29 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     same paths (``bar_log_z``, ``bar_se``) by more than 3 combined se: one-sided (RAISE) or Gaussian-work
     (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better estimate of the two).
     Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ by < 1.5 se.
+``cumulant_series``
+    ``cumulant``: in either direction the cumulant expansion ``log E[e^X] = k1 + k2/2 + k3/6 + k4/24 + ...`` that
+    the estimator truncates after ``k2/2`` does not converge: ``|k3|/6`` or ``|k4|/24`` exceeds ``k2/2``, with the
+    sample skewness and excess kurtosis first shrunk towards 0 by three of their standard errors under Gaussian work
+    (``sqrt(6/n)``, ``sqrt(24/n)``) so that Gaussian work of any variance passes. A few paths that lag far behind
+    (one forward work of 1.7e5 among works near 10: cumulant 4.8e6 +- 4.7e6, BAR right) make all three terms huge.
+    With BAR of the same paths (every two-way run) the verdict also needs the cumulant to lie more than 3 BAR se
+    from BAR (the cumulant's own se, built on the same moments, is no yardstick then): a non-Gaussian work whose
+    cumulant still agrees with BAR (a path 20 sd out among 512: terms 0.2, 0.06, 0.4) is no verdict. Floor:
+    ``|log_z - bar_log_z|`` (the reason quotes BAR). Good runs: the larger neglected term is 0-0.66 of ``k2/2`` on
+    the conjugate models and the scale model (``mu ~ N(0, 2)``, ``s ~ HalfNormal(1)``, 5 points; 64 and 512 paths),
+    2.1 on one scale-model seed whose cumulant agreed with BAR; lagging paths: 7.9e4-3.6e13 (the 50-d hierarchical
+    model's cumulant, 150 nats off: ~1e3).
+``work_outliers``
+    ``cumulant`` and ``bounds`` (the methods built on means and variances of the work, where BAR and Jarzynski give a
+    path with a huge work no weight): the ``k <= max(1, 1% of n)`` paths farthest from the median work each move the
+    mean work of their direction by more than 1.5 standard errors of the other paths (``|mean - mean_rest| / k >
+    1.5 sd_rest / sqrt(n)``, i.e. a single path beyond ``1.5 sqrt(n)`` sd of the others). Such a mean, its se and
+    the bound or cumulant built on it rest on one or a few paths. Floor: ``|log_z - bar_log_z|``. Good runs (the
+    conjugate models, ``hierarchical_normal``, the scale model below): 0.13-0.37 with 512 paths, 0.27-0.8 with 64;
+    lagging paths: 2.2 (64 paths) and 96-8e5 (512). Simulated works (50 draws each): normal <= 0.54, exponential
+    <= 1.04 (n = 64) and <= 0.39 (n = 512), lognormal with sd 1 <= 1.75 (n = 64); sd 2 (medians 0.6-1.2) is
+    flagged often, rightly: its mean rests on a few draws.
 ``second_estimate``
     diagnostics ``second_log_z``, ``second_log_z_se`` (an independent second estimate, e.g. ``method="auto"``):
     compared with ``first_log_z`` / ``first_log_z_se``, else the first of ``estimates`` / ``estimates_se``, else
@@ -73,7 +101,9 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     ideal-condition error bars (the moves do not mix) and the between-run se rests on a few runs; floor the sd of
     one run. Good runs: ratio up to 2.2 (p down to 0.002).
 ``not_finite``
-    ``log_z`` or ``log_z_se`` not finite.
+    ``log_z`` or ``log_z_se`` not finite (NaN or inf): e.g. ``method="rts", n_sweeps=1``, whose batch-means se needs
+    more than one sweep. The estimate is unreliable; a NaN se stays NaN (no floor can stand in for it), and
+    :func:`pmz.compare` then gives NaN probabilities.
 
 Examples
 --------
@@ -108,6 +138,11 @@ SMC_SPREAD_MAX = 1.0
 SMC_MIXING_RATIO = 5.0
 SMC_MIXING_P = 0.01
 JARZYNSKI_SHARE = 0.5
+CUMULANT_TERM_RATIO = 1.0
+SHAPE_NOISE_Z = 3.0
+OUTLIER_SHARE = 0.01
+OUTLIER_INFLUENCE = 1.5
+FEW_PATHS = 10
 _ONE_WAY = ("ais", "raise")
 
 
@@ -169,6 +204,19 @@ def _spread_floor(ctx: _Context) -> float:
     return _largest(ctx.num("se_ml", "ml_se"), ctx.num("se_bootstrap"), bracket, one_way)
 
 
+def _bar_distance(ctx: _Context) -> float | None:
+    """``|log_z - bar_log_z|``: how far the estimate lies from BAR of the same paths (None without BAR)."""
+    bar_log_z = ctx.num("bar_log_z")
+    return None if bar_log_z is None else abs(ctx.estimate.log_z - bar_log_z)
+
+
+def _bar_note(ctx: _Context) -> str:
+    bar_log_z, bar_se = ctx.num("bar_log_z"), ctx.num("bar_se")
+    if bar_log_z is None:
+        return ""
+    return f"; BAR of the same paths gives {bar_log_z:.6g}" + ("" if bar_se is None else f" +- {bar_se:.3g}")
+
+
 # --- the rules -----------------------------------------------------------------------------------------------------
 
 
@@ -183,18 +231,52 @@ def bootstrap_excess(ctx: _Context) -> _Finding | None:
     se_b = ctx.num("se_bootstrap")
     if se_b is None or not se_b > BOOTSTRAP_RATIO_MAX * ctx.se0:
         return None
-    ratio = se_b / ctx.se0 if ctx.se0 > 0 else np.inf
-    return _Finding(f"bootstrap se {_fmt(se_b)} is {_fmt(ratio)}x the asymptotic se {_fmt(ctx.se0)}", se_b)
+    if not ctx.se0 > 0:
+        return _Finding(f"bootstrap se {_fmt(se_b)} while the asymptotic se is {_fmt(ctx.se0)}", se_b)
+    return _Finding(f"bootstrap se {_fmt(se_b)} is {_fmt(se_b / ctx.se0)}x the asymptotic se {_fmt(ctx.se0)}", se_b)
+
+
+def _range_fractions(ctx: _Context) -> tuple[float | None, float | None, int | None]:
+    """Fraction of forward works inside the range of the negated reverse works, the converse, and n_reverse: from
+    BAR's diagnostics, else from the record."""
+    f_in_r = ctx.num("fraction_forward_in_reverse_range")
+    r_in_f = ctx.num("fraction_reverse_in_forward_range")
+    n_r = ctx.num("n_reverse")
+    if ctx.log_w_f is not None and ctx.log_w_r is not None:
+        work_f = -ctx.log_w_f[np.isfinite(ctx.log_w_f)]
+        neg_r = ctx.log_w_r[np.isfinite(ctx.log_w_r)]  # -W_r = log w_r
+        n_r = neg_r.size if n_r is None else n_r
+        if work_f.size and neg_r.size and (f_in_r is None or r_in_f is None):
+            f_in_r = float(np.mean((work_f >= neg_r.min()) & (work_f <= neg_r.max())))
+            r_in_f = float(np.mean((neg_r >= work_f.min()) & (neg_r <= work_f.max())))
+    return f_in_r, r_in_f, None if n_r is None else int(n_r)
 
 
 def poor_overlap(ctx: _Context) -> _Finding | None:
     """Forward and reverse work distributions that barely overlap: BAR's (histogram's, cumulants') se is void."""
     overlap = ctx.num("overlap")
-    if overlap is None or ctx.estimate.method == "bounds" or not overlap < MIN_OVERLAP:
+    if overlap is None or ctx.estimate.method == "bounds":
         return None
-    return _Finding(
-        f"work distributions barely overlap (overlap {_fmt(overlap)} < {MIN_OVERLAP})", _spread_floor(ctx)
-    )
+    f_in_r, r_in_f, n_r = _range_fractions(ctx)
+    if overlap < MIN_OVERLAP:
+        reason = f"work distributions barely overlap (overlap {_fmt(overlap)} < {MIN_OVERLAP})"
+    elif f_in_r == 0 or r_in_f == 0:
+        if f_in_r == 0:
+            reason = "work distributions barely overlap (no forward work lies inside the range of the negated reverse"
+            reason += " works"
+        else:
+            reason = "work distributions barely overlap (no negated reverse work lies inside the range of the forward"
+            reason += " works"
+        if n_r is not None and n_r < FEW_PATHS:
+            reason += f"; the overlap measure {_fmt(overlap)} means nothing with {n_r} reverse path(s)"
+        reason += ")"
+    else:
+        return None
+    floor = _spread_floor(ctx)
+    if not floor > 0:  # identical reverse paths, a degenerate bootstrap: still no zero se
+        gap = ctx.num("gap")
+        floor = _largest(None if gap is None else abs(gap) / 2, _bar_distance(ctx))
+    return _Finding(reason, floor)
 
 
 def degenerate_weights(ctx: _Context) -> _Finding | None:
@@ -223,14 +305,24 @@ def kernel_lag(ctx: _Context) -> _Finding | None:
     )
 
 
+def reverse_start_phrase(option) -> str:
+    """What ran, and what the user set: ``reverse_start='resample'``, or the default 'auto' that chose it."""
+    if option in (None, "resample"):
+        return "reverse_start='resample'"
+    if option == "auto":
+        return "the default reverse_start='auto' chose 'resample': this model has no exact or HMC posterior draws"
+    return f"reverse_start={option!r} ran as 'resample'"
+
+
 def resampled_reverse(ctx: _Context) -> _Finding | None:
     """Reverse paths from resampled forward end states: no valid upper bound; biased when the forward ESS is low."""
     if ctx.d.get("reverse_start") != "resample":
         return None
+    chosen = reverse_start_phrase(ctx.d.get("reverse_start_option"))
     if ctx.estimate.method == "bounds":
         return _Finding(
-            "the reverse paths started from resampled forward states (reverse_start='resample'), so the upper "
-            "bound is not guaranteed",
+            f"the reverse paths started from resampled forward states ({chosen}), so the upper bound is not "
+            "guaranteed",
             bounds_valid=False,
         )
     fraction, burn = ctx.num("forward_ess_fraction"), ctx.num("reverse_burn")
@@ -238,8 +330,8 @@ def resampled_reverse(ctx: _Context) -> _Finding | None:
     if low or burn == 0:
         what = f"the forward ESS is {100 * fraction:.2g}% of the paths" if low else "reverse_burn=0"
         return _Finding(
-            f"the reverse paths started from resampled forward states while {what}: they inherit the forward "
-            "run's bias",
+            f"the reverse paths started from resampled forward states ({chosen}) while {what}: they inherit the "
+            "forward run's bias",
             _spread_floor(ctx),
             bounds_valid=False,
         )
@@ -301,6 +393,97 @@ def bar_disagreement(ctx: _Context) -> _Finding | None:
         f"{ctx.estimate.method} and BAR of the same paths disagree by {_fmt(diff)} "
         f"({diff / combined if combined > 0 else np.inf:.1f} combined se)",
         diff,
+    )
+
+
+def _cumulant_terms(var: float, skew: float, kurt: float, n: float | None) -> tuple[float, float, float]:
+    """``k2/2``, ``|k3|/6`` and ``|k4|/24`` of one direction's log weights, skewness and excess kurtosis shrunk by
+    SHAPE_NOISE_Z of their standard errors under Gaussian work (``sqrt(6/n)``, ``sqrt(24/n)``)."""
+    n = 2.0 if n is None else max(float(n), 2.0)
+    skew = max(abs(skew) - SHAPE_NOISE_Z * np.sqrt(6.0 / n), 0.0)
+    kurt = max(abs(kurt) - SHAPE_NOISE_Z * np.sqrt(24.0 / n), 0.0)
+    return var / 2.0, skew * var**1.5 / 6.0, kurt * var**2 / 24.0
+
+
+def cumulant_series(ctx: _Context) -> _Finding | None:
+    """A cumulant estimate whose expansion does not converge: the work is far from Gaussian."""
+    if not ctx.estimate.method.startswith("cumulant"):
+        return None
+    found = []
+    for side in ("forward", "reverse"):
+        var, skew = ctx.num(f"var_log_w_{side}"), ctx.num(f"skewness_{side}")
+        kurt, n = ctx.num(f"excess_kurtosis_{side}"), ctx.num(f"n_{side}")
+        if var is None or skew is None or kurt is None or not var > 0:
+            continue
+        second, third, fourth = _cumulant_terms(var, skew, kurt, n)
+        if max(third, fourth) > CUMULANT_TERM_RATIO * second:
+            found.append(
+                f"{side} work skewness {_fmt(skew)}, excess kurtosis {_fmt(kurt)}: terms k2/2 {_fmt(second)}, "
+                f"|k3|/6 {_fmt(third)}, |k4|/24 {_fmt(fourth)}"
+            )
+    distance, bar_se = _bar_distance(ctx), ctx.num("bar_se")
+    if not found or (distance is not None and bar_se is not None and not distance > DISAGREEMENT_Z * bar_se):
+        return None  # Gaussian enough, or (by luck or cancellation) where BAR of the same paths is
+    return _Finding(
+        "the work is far from Gaussian and the cumulant expansion does not converge (" + "; ".join(found) + ")"
+        + _bar_note(ctx),
+        _largest(_spread_floor(ctx), distance),
+    )
+
+
+def _outlier_influence(x: np.ndarray) -> tuple[int, float, float] | None:
+    """The ``k <= max(1, OUTLIER_SHARE n)`` values farthest from the median whose removal moves the mean the most
+    per value, in standard errors of the rest: ``(k, shift of the mean, shift / k / (sd_rest / sqrt(n)))``."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 4:
+        return None
+    median = float(np.median(x))
+    d = x - median
+    order = np.argsort(np.abs(d))  # nearest first: the first m values are the rest when the n - m farthest go
+    ds = d[order]
+    s1, s2 = np.cumsum(ds), np.cumsum(ds * ds)
+    k_max = min(max(1, int(np.ceil(OUTLIER_SHARE * n))), n - 3)
+    k = np.arange(1, k_max + 1)
+    m = n - k
+    mean_rest = s1[m - 1] / m
+    var_rest = np.maximum(s2[m - 1] - m * mean_rest**2, 0.0) / (m - 1)
+    shift = np.abs(s1[-1] / n - mean_rest)
+    se_rest = np.sqrt(var_rest / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se_rest > 0, shift / k / se_rest, np.where(shift > 0, np.inf, 0.0))
+    i = int(np.argmax(ratio))
+    return int(k[i]), float(shift[i]), float(ratio[i])
+
+
+def work_outliers(ctx: _Context) -> _Finding | None:
+    """Cumulants and bounds (means and variances of the work) that rest on a few outlying paths."""
+    method = ctx.estimate.method
+    if not (method == "bounds" or method.startswith("cumulant")):
+        return None
+    found = []
+    for side, log_w in (("forward", ctx.log_w_f), ("reverse", ctx.log_w_r)):
+        if log_w is None:
+            continue
+        work = -np.asarray(log_w, dtype=float)
+        work = work[np.isfinite(work)]
+        influence = _outlier_influence(work)
+        if influence is None or not influence[2] > OUTLIER_INFLUENCE:
+            continue
+        k, shift, ratio = influence
+        median = float(np.median(work))
+        far = float(work[np.argmax(np.abs(work - median))])
+        found.append(
+            f"{k} {side} path(s) (work up to {_fmt(far)}, median {_fmt(median)}) move the mean {side} work by "
+            f"{_fmt(shift)} ({_fmt(ratio)} se of the other paths per path)"
+        )
+    if not found:
+        return None
+    what = "bounds and their midpoint rest" if method == "bounds" else "cumulant estimate rests"
+    return _Finding(
+        f"the {what} on a few outlying paths: " + "; ".join(found) + _bar_note(ctx),
+        _largest(_bar_distance(ctx)),
     )
 
 
@@ -367,7 +550,8 @@ def not_finite(ctx: _Context) -> _Finding | None:
     est = ctx.estimate
     if np.isfinite(est.log_z) and np.isfinite(est.log_z_se):
         return None
-    return _Finding(f"the estimate is not finite (log Z {est.log_z}, se {est.log_z_se})")
+    what = "log Z" if not np.isfinite(est.log_z) else "the standard error"
+    return _Finding(f"{what} is not finite (log Z {est.log_z:.6g}, se {est.log_z_se:.6g})")
 
 
 RULES = (
@@ -380,6 +564,8 @@ RULES = (
     bounds_inverted,
     outside_bounds,
     bar_disagreement,
+    cumulant_series,
+    work_outliers,
     second_estimate,
     route_flag,
     smc_spread,

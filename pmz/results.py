@@ -14,6 +14,10 @@ asymptotic se is meaningless; ``log_z_se`` has then already been raised to what 
 ``reliable`` (the integer 0 or 1, for netcdf) and ``reliability_reason``; results read from files written before
 these attrs existed read as reliable.
 
+Warnings travel with the result: ``res.warnings`` is the list of warnings the run gave (stored as JSON in the
+posterior attr ``warnings``, so ``res.to_netcdf`` and :func:`load` keep them), ``print(res)`` shows a line
+``warnings: N (res.warnings); first: ...`` and :func:`pmz.compare` has a ``warnings`` column.
+
 Groups
 ------
 posterior
@@ -111,6 +115,17 @@ class EvidenceResult(_idata.RESULT_BASE):
         return str(self._run.get("reliability_reason", ""))
 
     @property
+    def warnings(self) -> list[str]:
+        """The warnings the run gave (``pmz.evidence`` also issued them as ``UserWarning``), kept with the result
+        and in its file; ``print(res)`` shows how many and the first."""
+        raw = self._run.get("warnings", "[]")
+        try:
+            value = json.loads(raw) if isinstance(raw, str) else list(raw)
+        except (TypeError, ValueError):
+            return [str(raw)]
+        return [str(w) for w in value] if isinstance(value, list) else [str(value)]
+
+    @property
     def run_attrs(self) -> dict:
         """Metadata of the run: options, seed (an int; a decimal string when it is >= 2**63), versions, wall time,
         log-density evaluations."""
@@ -130,12 +145,18 @@ class EvidenceResult(_idata.RESULT_BASE):
         ]
         if not self.reliable:
             lines.append(f"  UNRELIABLE: {self.reliability_reason or 'see the warnings'}")
+        warnings = self.warnings
+        if warnings:
+            lines.append(f"  warnings: {len(warnings)} (res.warnings); first: {_shorten(warnings[0])}")
         if "wall_time" in a:
             compile_note = f" (compile {float(a['compile_time']):.2f} s)" if "compile_time" in a else ""
-            lines.append(
-                f"  wall time {float(a['wall_time']):.2f} s{compile_note}, {int(a.get('n_logp_evals', 0))} "
-                f"log-density and {int(a.get('n_grad_evals', 0))} gradient evaluations"
-            )
+            counts = [
+                f"{int(a.get(key, 0))} {label}"
+                for key, label in (("n_logp_evals", "log-density"), ("n_grad_evals", "gradient"))
+                if int(a.get(key, 0))
+            ]
+            evals = f", {' and '.join(counts)} evaluations" if counts else ""
+            lines.append(f"  wall time {float(a['wall_time']):.2f} s{compile_note}{evals}")
         lines.append(f"  groups: {', '.join(self.group_names())}")
         return "\n".join(lines)
 
@@ -146,6 +167,13 @@ class EvidenceResult(_idata.RESULT_BASE):
         if "posterior" not in _idata.group_names(self):
             return super()._repr_html_()
         return f"<pre>{self!r}</pre>" + super()._repr_html_()
+
+
+def _shorten(message: str, width: int = 100) -> str:
+    """One line of at most ``width`` characters, without the "pmz: " prefix."""
+    text = " ".join(str(message).split())
+    text = text[5:] if text.startswith("pmz: ") else text
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
 def _normal_draws(log_z, se, n_chains, n_draws, rng):

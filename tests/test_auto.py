@@ -84,6 +84,37 @@ def test_route_tempered_when_chains_disagree():
     assert res.log_z_se < 0.1
 
 
+SCHOOLS_Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+SCHOOLS_SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+
+def _eight_schools_centered():
+    """The centred eight schools (a funnel); log Z by 1-D quadrature over tau (theta and mu integrated out)."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, SCHOOLS_SIGMA, observed=SCHOOLS_Y)
+
+    def density(tau):  # y | tau ~ N(0, diag(sigma^2 + tau^2) + 25 11')
+        cov = np.diag(SCHOOLS_SIGMA**2 + tau**2) + 25.0
+        return stats.halfcauchy.pdf(tau, scale=5.0) * stats.multivariate_normal.pdf(SCHOOLS_Y, np.zeros(8), cov)
+
+    truth = np.log(integrate.quad(density, 0, np.inf, epsabs=0, epsrel=1e-12, limit=500)[0])
+    return model, truth
+
+
+def test_route_tempered_when_transitions_diverge():
+    """Chains that agree (R-hat < 1.05) but diverge in a funnel's neck: the tempered route, and the right answer."""
+    model, truth = _eight_schools_centered()
+    res = _evidence(model, 17)
+    ev = res["evidence"]
+    assert ev.attrs["route"] == "tempered"
+    assert "divergent transitions" in ev.attrs["route_reason"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.1
+
+
 def test_route_path_when_the_reference_tails_are_too_light():
     """A skewed posterior (log sd of three observations) with a strict k-hat limit: the path route runs."""
     system = conjugate.nig_regression()
@@ -222,16 +253,39 @@ def test_posterior_group_holds_the_model_variables():
         b = pm.Normal("b", 0, 1, dims="k")
         s = pm.HalfNormal("s", 1)
         pm.Deterministic("b2", 2 * b, dims="k")
-        pm.Normal("y", b.sum(), s, observed=[0.1, 0.5, 0.3])
+        pm.Normal("y", b.sum(), s, observed=[0.1, 0.5, 0.3, -0.2, 0.4, 0.0, 0.6, 0.2])
     res = _evidence(model, 0)
     post = res["posterior"]
     assert {"log_z", "b", "s", "b2"} <= set(post.data_vars)
     assert post["b"].dims == ("chain", "draw", "k") and list(post["k"].values) == ["a", "b", "c"]
-    assert post.sizes["chain"] == 32 and post.sizes["draw"] >= 125
+    if res["evidence"].attrs["route"] == "tempered":  # one chain per SMC run
+        assert post.sizes["chain"] == 4 and post.sizes["draw"] == 1000
+    else:
+        assert post.sizes["chain"] == 32 and post.sizes["draw"] >= 125
     np.testing.assert_allclose(post["b2"].values, 2 * post["b"].values)
     assert (post["s"].values > 0).all()
-    assert "route='bridge'" in repr(res)
+    assert f"route='{res['evidence'].attrs['route']}'" in repr(res)
     import arviz as az
 
     summary = az.summary(res)
     assert "log_z" in summary.index and "b2[a]" in summary.index
+
+
+def test_tempered_route_answers_for_the_density_as_written():
+    """An ordered prior's density integrates to 1/K!: SMC from (sorted) prior draws is corrected by its measured
+    log mass, so the tempered route and the bridge / path route give the same log Z."""
+    y = np.array([-1.2, -0.8, -1.0, 1.1, 0.9, 1.3])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2, shape=2, transform=pm.distributions.transforms.ordered, initval=[-1.0, 1.0])
+        pm.NormalMixture("y", w=[0.5, 0.5], mu=mu, sigma=0.5, observed=y)
+
+    def density(b, a):
+        log_lik = np.log(0.5 * stats.norm.pdf(y[:, None], [a, b], 0.5).sum(1)).sum()
+        return np.exp(stats.norm.logpdf([a, b], 0, 2).sum() + log_lik)
+
+    truth = np.log(integrate.dblquad(density, -8, 8, lambda a: a, lambda a: 8, epsabs=1e-14)[0])
+    res = _evidence(model, 1, max_rhat=1e-9)  # force the tempered route
+    assert res["evidence"].attrs["route"] == "tempered"
+    assert "mu" in res["evidence"].attrs["prior_unnormalised"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.1

@@ -105,7 +105,8 @@ def test_estimator_formulas_and_the_disagreement_warning():
     assert est.log_z == pytest.approx(np.log(np.mean(np.exp(log_z_runs))))
     share = np.exp(log_z_runs) / np.exp(log_z_runs).sum()
     assert est.diagnostics["se_ideal"] == pytest.approx(np.sqrt(np.sum(share**2 * 0.02)))
-    assert est.diagnostics["se_between"] == pytest.approx(np.std(log_z_runs, ddof=1) / 2)
+    t_factor = stats.t.ppf(0.975, 3) / stats.norm.ppf(0.975)  # Student-t interval of 4 runs
+    assert est.diagnostics["se_between"] == pytest.approx(t_factor * np.std(log_z_runs, ddof=1) / 2)
     assert est.log_z_se == pytest.approx(max(est.diagnostics["se_ideal"], est.diagnostics["se_between"]))
     assert not est.warnings
     spread = _record([[0.0, 1.0], [2.0, 1.0], [-2.0, 1.0], [1.0, 1.0]], ess=50)
@@ -121,7 +122,7 @@ def test_estimator_formulas_and_the_disagreement_warning():
 def test_tempered_smc_matches_exact_log_z(system, method):
     truth = getattr(pmz.systems, system)()
     res = _quiet_evidence(truth.model, method=method, random_seed=3, n_particles=500)
-    assert res.log_z_se < 0.05
+    assert res.log_z_se < 0.08  # the between-run se of 4 runs carries the Student-t factor 1.62
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
     sg = res.smc
     assert sg.attrs["sequence"] == "tempering" and sg.attrs["algorithm"] == ("rm" if method == "smc" else "arm")
@@ -137,7 +138,7 @@ def test_data_annealing_and_tempering_agree(system):
     data = _quiet_evidence(truth.model, method="arm", sequence="data", random_seed=4, n_particles=500)
     tempered = _quiet_evidence(truth.model, method="smc", sequence="tempering", random_seed=4, n_particles=500)
     for res in (data, tempered):  # one observation can move a vague prior a lot: data annealing is harder
-        assert res.log_z_se < 0.1
+        assert res.log_z_se < 0.15
         assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     se = np.hypot(data.log_z_se, tempered.log_z_se)
     assert abs(data.log_z - tempered.log_z) < 4 * se + 0.05

@@ -222,6 +222,42 @@ def bar_overlap(log_w_f, log_w_r, log_z, n_eff_r=None) -> dict:
     }
 
 
+FEW_PATHS = 10  # below this many paths on a side the overlap measure is dominated by 1/n
+
+
+def _overlap_warning(diagnostics: dict, min_overlap: float, forward: WorkRecord) -> str | None:
+    """The warning for work distributions that barely overlap (None when they do), naming the test that failed and
+    advising what applies: more posterior draws or a closer reference for bridge sampling (one step, no kernel
+    moves), more temperatures or kernel steps for a path."""
+    overlap, n_r = diagnostics["overlap"], int(diagnostics["n_reverse"])
+    f_in_r, r_in_f = diagnostics["fraction_forward_in_reverse_range"], diagnostics["fraction_reverse_in_forward_range"]
+    if overlap < min_overlap:
+        what = f"barely overlap (overlap {overlap:.3g} < {min_overlap})"
+    elif f_in_r == 0.0 or r_in_f == 0.0:
+        what = "barely overlap (no " + (
+            "forward work lies inside the range of the negated reverse works"
+            if f_in_r == 0.0
+            else "negated reverse work lies inside the range of the forward works"
+        )
+        if n_r < FEW_PATHS or diagnostics["n_forward"] < FEW_PATHS:
+            what += f"; the overlap measure, {overlap:.3g}, means nothing with {n_r} reverse path(s)"
+        what += ")"
+    else:
+        return None
+    if forward.n_steps_per_temp == 0:  # bridge sampling: a reference and posterior draws, no temperatures
+        advice = (
+            "Use more posterior draws (n_draws, or a longer pm.sample run given as posterior=) or a reference "
+            "closer to the posterior (bridge_reference='student_t'); method='auto' adds a path from the reference "
+            "when the overlap is poor."
+        )
+    else:
+        advice = "Use more temperatures or kernel steps so that the paths are closer to equilibrium."
+    return (
+        f"pmz: the forward and (negated) reverse work distributions {what}; BAR's error bar is then not to be "
+        f"trusted. {advice}"
+    )
+
+
 def _bootstrap(work_f, work_r, M, log_c_r, log_z, se, rng, n_bootstrap):
     out = np.empty(n_bootstrap)
     half = max(3 * se, 1e-3) if np.isfinite(se) else 1.0
@@ -311,13 +347,7 @@ def bar(
         boot = log_z0 + _bootstrap(work_f, work_r, M, log_c_r, log_z, se["bennett"], rng, n_bootstrap)
         diagnostics["bootstrap_log_z"] = boot
         diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1))
-    warnings = []
-    if diagnostics["overlap"] < min_overlap or diagnostics["fraction_forward_in_reverse_range"] == 0.0:
-        warnings.append(
-            f"pmz: the forward and (negated) reverse work distributions barely overlap (overlap "
-            f"{diagnostics['overlap']:.3g} < {min_overlap}); BAR's error bar is then not to be trusted. "
-            "Use more temperatures or kernel steps so that the paths are closer to equilibrium."
-        )
+    warnings = [] if (message := _overlap_warning(diagnostics, min_overlap, forward)) is None else [message]
     return EvidenceEstimate(
         log_z=log_z0 + log_z, log_z_se=se[se_method], method="bar", diagnostics=diagnostics, warnings=warnings
     )

@@ -10,8 +10,10 @@ Standard errors:
   (:meth:`~pmz.records.SMCRecord.run_ideal_variance` sums ``1 / ESS_end - 1 / ESS_start`` over resampling
   blocks); pooled over runs with weights ``Z_j / sum Z``: ``se_ideal^2 = sum_j (Z_j / sum Z)^2 Var_j``.
   Too small when the moves mix poorly (resampled copies stay correlated).
-* **between runs**: ``se_between = sd_j(log Z_j) / sqrt(J)`` from the independent runs; honest but itself
-  uncertain with few runs (``J - 1`` degrees of freedom).
+* **between runs**: ``se_between = c_J sd_j(log Z_j) / sqrt(J)`` from the independent runs, honest but itself
+  uncertain with few runs (``J - 1`` degrees of freedom). ``c_J = t_{J-1}(0.975) / z(0.975)`` (1.62 for the
+  default 4 runs) makes ``log Z +- 1.96 se`` the Student-t 95% interval of ``J`` runs: without it the interval
+  covered the truth in 65-85% of 20 seeds on benchmark models where the between-run se dominates.
 
 The reported ``log_z_se`` is the larger of the two. When the runs spread more than the ideal se allows (the
 statistic ``(J - 1) s^2 / mean_j Var_j`` beyond the ``1 - alpha`` quantile of ``chi^2_{J-1}``, ``alpha = 0.01``),
@@ -44,8 +46,9 @@ def smc_estimate(record: SMCRecord, *, alpha: float = 0.01) -> EvidenceEstimate:
     se_ideal = float(np.sqrt(np.sum(share**2 * var_runs)))
     warnings = []
     if J >= 2:
-        se_between = float(np.std(log_z_runs, ddof=1) / np.sqrt(J))
-        statistic = (J - 1) * np.var(log_z_runs, ddof=1) / max(float(np.mean(var_runs)), 1e-300)
+        t_factor = float(stats.t.ppf(0.975, J - 1) / stats.norm.ppf(0.975))
+        se_between = float(t_factor * np.std(log_z_runs, ddof=1) / np.sqrt(J))
+        statistic = (J - 1) * np.var(log_z_runs, ddof=1) / max(float(np.mean(var_runs)), 1e-300)  # raw spread
         p_value = float(stats.chi2.sf(statistic, J - 1))
         if p_value < alpha:
             warnings.append(

@@ -5,8 +5,12 @@
 * a site with a finite value set ``{v_1..v_q}`` (Bernoulli, Categorical, +-1 spins) is drawn from its exact
   conditional ``p(x_j = v | x_-j) ∝ f_beta(x_-j, x_j = v)`` (heat bath): the q candidate states of all particles
   are evaluated in ONE batched log-density call of ``q n`` rows;
-* a site with an unbounded integer support (Poisson, Binomial with a free n, ...) gets a Metropolis flip
-  ``x_j -> x_j +- 1`` (symmetric; states outside the support have log density -inf and are rejected).
+* a site with a large or unbounded integer support (Poisson, Binomial with a free n, a Categorical with more than
+  64 classes, ...) gets a Metropolis flip ``x_j -> x_j +- 1`` (symmetric; states outside the support have log
+  density -inf and are rejected). Where the support's bounds are known, proposals outside them are rejected
+  without being evaluated (a variable used as an index, ``mu[k]``, would index out of range there), and a finite
+  support also gets a second Metropolis move per sweep, a uniform proposal over all its values (symmetric), so
+  that a categorical site with many classes is not left to a random walk.
 
 Both leave ``f_beta`` invariant for a scalar or per-particle beta. The generic sampler costs one batched call per
 site and sweep; models with structure (bipartite RBMs, lattices) ship faster exact kernels (block Gibbs,
@@ -44,7 +48,10 @@ class SiteGibbs(Kernel):
     sites : sequence of int
         Coordinates of the flat state to update, in this order every sweep.
     values : sequence of (array or None)
-        For each site, the values it can take (exact conditional), or None (Metropolis +-1 flip).
+        For each site, the values it can take (exact conditional), or None (Metropolis moves).
+    bounds : sequence of (low, high), optional
+        For each site, the smallest and largest value it can take (``-inf`` / ``inf`` for an unbounded side); used
+        by the Metropolis moves of sites without a value set. Default: unbounded.
     needs_grad : bool
         Whether the returned states must carry gradients (when composed with HMC).
     """
@@ -54,11 +61,15 @@ class SiteGibbs(Kernel):
     tunable = False
     target_acceptance = 1.0
 
-    def __init__(self, sites, values, *, needs_grad: bool = False):
+    def __init__(self, sites, values, *, bounds=None, needs_grad: bool = False):
         self.sites = [int(s) for s in sites]
         if len(values) != len(self.sites):
             raise ValueError("need one value set (or None) per site")
         self.values = [None if v is None else np.asarray(v, dtype=np.float64) for v in values]
+        bounds = [(-np.inf, np.inf)] * len(self.sites) if bounds is None else list(bounds)
+        if len(bounds) != len(self.sites):
+            raise ValueError("need one (low, high) pair per site")
+        self.bounds = [(float(lo), float(hi)) for lo, hi in bounds]
         self.needs_grad = bool(needs_grad)
 
     @classmethod
@@ -69,6 +80,23 @@ class SiteGibbs(Kernel):
     def default_params(self, dim):
         return KernelParams(step_size=1.0, scale=np.ones(dim), n_leapfrog=0)
 
+    @staticmethod
+    def _metropolis(rng, x, log_now, site, value, low, high, family, b):
+        """One symmetric Metropolis move of ``site`` to ``value`` (per particle); values outside [low, high] are
+        rejected without evaluating them. Returns the new states, their log densities and the acceptance
+        probabilities."""
+        n = x.shape[0]
+        inside = (value >= low) & (value <= high)
+        proposal = x.copy()
+        proposal[:, site] = np.where(inside, value, x[:, site])
+        log_new = family.parts(proposal).log_density(b)
+        with np.errstate(invalid="ignore"):
+            log_ratio = np.where(inside & np.isfinite(log_new), log_new - log_now, -np.inf)
+        acc = np.log(rng.uniform(size=n)) < log_ratio
+        x = np.where(acc[:, None], proposal, x)
+        log_now = np.where(acc, log_new, log_now)
+        return x, log_now, np.exp(np.minimum(log_ratio, 0.0))
+
     def step(self, rng, state, family, beta, params=None):
         x = state.x.copy()
         n = x.shape[0]
@@ -76,17 +104,14 @@ class SiteGibbs(Kernel):
         accepted_all = np.ones(n, dtype=bool)
         acceptance_sum = np.zeros(n)
         log_now = state.parts.log_density(b)
-        for site, vals in zip(self.sites, self.values):
-            if vals is None:  # Metropolis +-1 flip
-                proposal = x.copy()
-                proposal[:, site] += rng.choice([-1.0, 1.0], size=n)
-                log_new = family.parts(proposal).log_density(b)
-                with np.errstate(invalid="ignore"):
-                    log_ratio = np.where(np.isfinite(log_new), log_new - log_now, -np.inf)
-                acc = np.log(rng.uniform(size=n)) < log_ratio
-                x = np.where(acc[:, None], proposal, x)
-                log_now = np.where(acc, log_new, log_now)
-                acceptance_sum += np.exp(np.minimum(log_ratio, 0.0))
+        for site, vals, (low, high) in zip(self.sites, self.values, self.bounds):
+            if vals is None:  # Metropolis: a +-1 flip, and a uniform jump where the support is finite
+                moves = [x[:, site] + rng.choice([-1.0, 1.0], size=n)]
+                if np.isfinite(low) and np.isfinite(high):
+                    moves.append(np.floor(low + rng.uniform(size=n) * (high - low + 1.0)).clip(low, high))
+                for value in moves:
+                    x, log_now, acc_prob = self._metropolis(rng, x, log_now, site, value, low, high, family, b)
+                    acceptance_sum += acc_prob / len(moves)
                 continue
             q = vals.size
             candidates = np.repeat(x[None], q, axis=0)  # (q, n, dim)

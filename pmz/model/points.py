@@ -33,7 +33,11 @@ class VarBlock:
         Whether the variable is discrete (its entries hold exact integer values in the float64 vector).
     values : tuple of float or None
         For a discrete variable with a small finite support (Bernoulli, Categorical, bounded DiscreteUniform or
-        Binomial with a fixed n), the values each entry can take; None otherwise.
+        Binomial with a fixed n, at most 64 values), the values each entry can take; None otherwise.
+    bounds : tuple of float or None
+        For a discrete variable, the smallest and largest value an entry can take where pmz can read them
+        (``-inf`` / ``inf`` for an unbounded side; None for a continuous variable). Samplers never propose
+        values outside them (an index variable there would index out of range).
     """
 
     value_name: str
@@ -43,6 +47,7 @@ class VarBlock:
     stop: int
     discrete: bool = False
     values: tuple[float, ...] | None = None
+    bounds: tuple[float, float] | None = None
 
     @property
     def size(self) -> int:
@@ -71,13 +76,21 @@ class FlatLayout:
         return mask
 
     def discrete_sites(self) -> tuple[list[int], list]:
-        """Discrete coordinates and, for each, its finite value set (or None: unbounded support)."""
+        """Discrete coordinates and, for each, its finite value set (or None: a large or unbounded support)."""
         sites, values = [], []
         for b in self.blocks:
             if b.discrete:
                 sites += list(range(b.start, b.stop))
                 values += [None if b.values is None else np.asarray(b.values, dtype=float)] * b.size
         return sites, values
+
+    def discrete_bounds(self) -> list[tuple[float, float]]:
+        """For each discrete coordinate (in :meth:`discrete_sites` order), the (low, high) of its support."""
+        out = []
+        for b in self.blocks:
+            if b.discrete:
+                out += [b.bounds or (-np.inf, np.inf)] * b.size
+        return out
 
     @property
     def value_names(self) -> list[str]:
@@ -146,8 +159,11 @@ def layout_from_model(model) -> FlatLayout:
         shape = tuple(int(s) for s in np.shape(point[value_var.name]))
         size = int(np.prod(shape, dtype=int))
         discrete = value_var.type.dtype.startswith(("int", "uint", "bool"))
-        values = _finite_support(rv) if discrete else None
-        blocks.append(VarBlock(value_var.name, rv.name, shape, start, start + size, discrete, values))
+        bounds = _support_bounds(rv) if discrete else None
+        values = None
+        if bounds is not None and np.isfinite(bounds).all() and bounds[1] - bounds[0] < _MAX_HEAT_BATH_VALUES:
+            values = tuple(float(v) for v in range(int(bounds[0]), int(bounds[1]) + 1))
+        blocks.append(VarBlock(value_var.name, rv.name, shape, start, start + size, discrete, values, bounds))
         start += size
     return FlatLayout(blocks)
 
@@ -164,8 +180,10 @@ def _constant_int(var):
     return value
 
 
-def _finite_support(rv) -> tuple[float, ...] | None:
-    """Values of a discrete RV's entries when the support is small and the same for every entry."""
+def _support_bounds(rv) -> tuple[float, float]:
+    """(low, high) of a discrete RV's entries where the same for every entry and readable without sampling
+    (Bernoulli, Categorical, DiscreteUniform, Binomial with a constant n; a lower bound of 0 for counts);
+    ``(-inf, inf)`` otherwise."""
     op = type(rv.owner.op).__name__
     dist_params = rv.owner.inputs[2:]
     if op == "BernoulliRV":
@@ -175,16 +193,14 @@ def _finite_support(rv) -> tuple[float, ...] | None:
         if k is None:
             p = _constant_int(rv.owner.inputs[-1].shape[-1])
             k = None if p is None else int(p)
-        return None if k is None or k > _MAX_HEAT_BATH_VALUES else tuple(float(v) for v in range(k))
+        return (-np.inf, np.inf) if k is None else (0.0, float(k - 1))
     if op in ("DiscreteUniformRV", "BinomialRV"):
         bounds = [_constant_int(v) for v in dist_params]
         if any(b is None or np.ndim(b) > 0 and np.unique(b).size > 1 for b in bounds[:2]):
-            return None
+            return (0.0, np.inf) if op == "BinomialRV" else (-np.inf, np.inf)
         if op == "DiscreteUniformRV":
-            low, high = int(np.ravel(bounds[0])[0]), int(np.ravel(bounds[1])[0])
-        else:
-            low, high = 0, int(np.ravel(bounds[0])[0])
-        if high - low + 1 > _MAX_HEAT_BATH_VALUES:
-            return None
-        return tuple(float(v) for v in range(low, high + 1))
-    return None
+            return (float(np.ravel(bounds[0])[0]), float(np.ravel(bounds[1])[0]))
+        return (0.0, float(np.ravel(bounds[0])[0]))
+    if op in ("PoissonRV", "NegativeBinomialRV", "BetaBinomialRV", "HyperGeometricRV"):
+        return (0.0, np.inf)
+    return (-np.inf, np.inf)

@@ -361,6 +361,26 @@ class CompiledModel:
         self.n_grad_evals += len(lp)
         return lp, ll, glp, gll
 
+    # ---------------------------------------------------------------- per-variable prior terms (checks)
+    def log_prior_terms(self, X, names) -> np.ndarray:
+        """Each named free variable's own prior term ``log p(v | parents) + log |Jacobian|`` at a batch:
+        ``X (n, dim) -> (n, len(names))``. Compiled once per set of names for the Python linker (a check runs it
+        on a few thousand rows once per model; a JIT compile would cost more than the evaluation)."""
+        cache = self.__dict__.setdefault("_fn_prior_terms", {})
+        key = tuple(names)
+        if key not in cache:
+            rvs = {rv.name: rv for rv in self.model.free_RVs}
+            terms = [self.model.logp(vars=[rvs[name]], jacobian=True, sum=True) for name in key]
+            terms = graph_replace(terms, self._value_replacements(self._x), strict=False)
+            terms = _checks_to_switches(terms)
+            vector = pt.stack([pt.as_tensor(t).astype("float64") for t in terms])
+            (batched,) = vectorize_graph([vector], replace={self._x: self._X})
+            cache[key] = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        out = np.asarray(cache[key](X), dtype=float).reshape(X.shape[0], len(key))
+        self.n_logp_evals += X.shape[0]
+        return out
+
     # ---------------------------------------------------------------- single-point helpers
     def hessian_log_posterior(self):
         """Compiled function ``x (dim,) -> Hessian of log prior + log lik`` (dense, by pytensor)."""

@@ -19,24 +19,66 @@ import warnings
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.type import RandomGeneratorType
 from scipy import optimize
 
 from pymc.pytensorf import reseed_rngs
 
-from .pymc import CompiledModel
+from .pymc import CompiledModel, graph_inputs
 
 __all__ = ["PriorReference", "GaussianReference", "StudentTReference", "laplace_reference", "find_map"]
 
 
+def _is_ordered(transform) -> bool:
+    """Whether a value transform is PyMC's ``ordered`` (alone or inside a ``Chain``)."""
+    from pymc.distributions.transforms import Ordered
+
+    if isinstance(transform, Ordered):
+        return True
+    return any(_is_ordered(t) for t in getattr(transform, "transform_list", ()))
+
+
+def _exchangeable(rv) -> bool:
+    """Whether the entries of ``rv`` along its last axis are iid given its parameters: an elementwise
+    distribution whose every parameter is the same along that axis (broadcast, or a constant with equal values)."""
+    from pytensor.tensor.random.op import RandomVariable
+
+    op = rv.owner.op
+    if not isinstance(op, RandomVariable) or op.ndim_supp != 0 or rv.type.ndim == 0:
+        return False
+    for param in op.dist_params(rv.owner):
+        if param.type.ndim == 0 or param.type.broadcastable[-1]:
+            continue
+        if any(isinstance(v.type, RandomGeneratorType) for v in graph_inputs([param])):
+            return False  # depends on other random variables and varies along the axis
+        try:
+            value = np.asarray(param.eval())
+        except Exception:
+            return False
+        if not np.all(value == value[..., :1]):
+            return False
+    return True
+
+
 def _value_space_draw_graph(model):
-    """Single-draw graph: the free RVs pushed through their value transforms and raveled into one vector."""
-    pieces = []
+    """Single-draw graph: the free RVs pushed through their value transforms and raveled into one vector.
+
+    A variable under an ``ordered`` transform whose entries are exchangeable is sorted before the transform (and
+    the variables that depend on it see the sorted value): sorting iid draws gives exactly the prior density
+    restricted to the ordered region and renormalised. Returns the graph and the names of the sorted variables.
+    """
+    pieces, sort = [], {}
     for rv in model.free_RVs:
         transform = model.rvs_to_transforms.get(rv)
+        if transform is not None and _is_ordered(transform) and _exchangeable(rv):
+            sort[rv] = pt.sort(rv, axis=-1)
         value = transform.forward(rv, *rv.owner.inputs) if transform is not None else rv
         pieces.append(pt.as_tensor(value).astype("float64").ravel())
-    return pt.concatenate(pieces)
+    graph = pt.concatenate(pieces)
+    if sort:
+        graph = clone_replace(graph, replace=sort)
+    return graph, [rv.name for rv in sort]
 
 
 class PriorReference:
@@ -46,33 +88,81 @@ class PriorReference:
     draw: pytensor cannot yet add a batch dimension to every PyMC distribution, and this happens once per run,
     not per annealing step) and pushed through their value transforms. The log density is the compiled log
     prior with Jacobians, normalised when every prior is proper.
+
+    Variables under PyMC's ``ordered`` transform: the value space holds only ordered vectors, and PyMC's log
+    density there is the prior's density restricted to the ordered region, not renormalised. Draws are made from
+    that restricted density, renormalised: exchangeable entries (``pm.Normal("mu", 0, 5, shape=3,
+    transform=ordered)``) are sorted; otherwise draws that are not ordered are rejected (an error names the
+    variable when fewer than 5% of the draws are ordered). For exchangeable entries the restricted density has
+    mass ``1 / K!`` per ordered vector of length K: methods that start from these draws answer for the
+    renormalised prior, i.e. the evidence of the model without the ordering (label switching allowed); methods
+    that integrate the model's density as written (bridge, auto) give ``log K!`` less.
+    See :func:`pmz.model.prior_check.prior_normalisation`, which measures the difference.
     """
 
     name = "prior"
     log_z = 0.0
+    min_acceptance = 0.05  # ordered variables by rejection: below this fraction of ordered draws, an error
 
     def __init__(self, compiled: CompiledModel):
         self.compiled = compiled
         self.model = compiled.model
         self.dim = compiled.dim
         self._fn = None
+        model = self.model
+        self.ordered = [  # (name, flat slice, transform name) of the variables under an ordered transform
+            (rv.name, compiled.layout.block_of(rv.name), type(model.rvs_to_transforms[rv]).__name__)
+            for rv in model.free_RVs
+            if model.rvs_to_transforms.get(rv) is not None and _is_ordered(model.rvs_to_transforms[rv])
+        ]
+        self.sorted_names: list[str] = []
 
     def _build(self):
         # the model's own backend and compile clock (compile_mode= and compile_time cover the prior sampler)
-        self._fn = self.compiled._compile_inputs([], _value_space_draw_graph(self.model))
+        graph, self.sorted_names = _value_space_draw_graph(self.model)
+        self._fn = self.compiled._compile_inputs([], graph)
         self._shared_rngs = [
             i.variable for i in self._fn.maker.inputs if isinstance(i.variable.type, RandomGeneratorType)
         ]
+
+    def _valid(self, x) -> bool:
+        """Whether a flat draw satisfies every ordered constraint (an unordered vector maps to NaN)."""
+        return all(np.isfinite(x[b.start : b.stop]).all() for _, b, _ in self.ordered)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` exact prior draws in the flat value space, shape ``(n, dim)``."""
         if self._fn is None:
             self._build()
         reseed_rngs(self._shared_rngs, int(rng.integers(2**63)))
-        X = np.empty((int(n), self.dim))
-        for i in range(int(n)):
-            X[i] = self._fn()
+        n = int(n)
+        X = np.empty((n, self.dim))
+        if not self.ordered:
+            for i in range(n):
+                X[i] = self._fn()
+            return X
+        tried = kept = 0
+        while kept < n:
+            x = self._fn()
+            tried += 1
+            if self._valid(x):
+                X[kept] = x
+                kept += 1
+            elif tried >= 100 and kept < self.min_acceptance * tried:
+                self._rejection_error(kept, tried)
         return X
+
+    def _rejection_error(self, kept, tried):
+        from .pymc import ModelSpecificationError
+
+        names = [name for name, _, _ in self.ordered]
+        unsorted = [name for name in names if name not in self.sorted_names]
+        raise ModelSpecificationError(
+            f"pmz: only {kept} of {tried} exact prior draws satisfy the ordered transform of {names}: the prior of "
+            f"{unsorted or names} does not put its entries in order, and its entries are not exchangeable (their "
+            "parameters differ), so sorting the draws would change the prior. Prior-draw methods cannot start here; "
+            "use reference='laplace' (a path from a Gaussian at the MAP) or method='auto' (bridge sampling from "
+            "posterior draws), which integrate the model's density as written."
+        )
 
     def log_density(self, X) -> np.ndarray:
         return self.compiled.log_densities(X)[0]
@@ -115,7 +205,11 @@ class GaussianReference:
     def _whiten(self, X):
         from scipy.linalg import solve_triangular
 
-        return solve_triangular(self.chol, (np.asarray(X, dtype=float) - self.mean).T, lower=True).T
+        # no finiteness check: a diverged trajectory's inf / NaN state gets a non-finite density (rejected), not
+        # an exception
+        return solve_triangular(
+            self.chol, (np.asarray(X, dtype=float) - self.mean).T, lower=True, check_finite=False
+        ).T
 
     def log_density(self, X) -> np.ndarray:
         Z = self._whiten(X)
@@ -124,7 +218,7 @@ class GaussianReference:
     def grad_log_density(self, X) -> np.ndarray:
         from scipy.linalg import cho_solve
 
-        return -cho_solve((self.chol, True), (np.asarray(X, dtype=float) - self.mean).T).T
+        return -cho_solve((self.chol, True), (np.asarray(X, dtype=float) - self.mean).T, check_finite=False).T
 
     def __repr__(self):
         return f"GaussianReference(name={self.name!r}, dim={self.dim})"
@@ -169,7 +263,7 @@ class StudentTReference(GaussianReference):
 
         X = np.asarray(X, dtype=float)
         r2 = np.sum(self._whiten(X) ** 2, axis=1)
-        prec_dx = cho_solve((self.chol, True), (X - self.mean).T).T
+        prec_dx = cho_solve((self.chol, True), (X - self.mean).T, check_finite=False).T
         return -((self.df + self.dim) / (self.df + r2))[:, None] * prec_dx
 
     def __repr__(self):

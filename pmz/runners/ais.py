@@ -13,7 +13,12 @@ run the same kernels in the reverse order, for ``k = K..1``,
 
 so that ``E[w_r] = Z0 / Z1`` when the starts are exact draws of p1. The work ``W = -log w`` of both directions
 feeds the two-sided estimators (BAR, histogram, bounds). All paths of a chunk move together (one batched
-log-density call per kernel step); chunks bound memory and get their own random streams. The runner records; it never computes log Z (see ``pmz.estimators``).
+log-density call per kernel step); chunks bound memory. Random streams belong to fixed blocks of
+:data:`PATHS_PER_STREAM` paths, not to chunks: a chunk is a whole number of blocks, and every per-path random number
+(start draws, momenta, proposals, acceptance) of a block comes from its own stream, so ``chunk_size`` does not change
+a seeded result. (Kernels that also draw numbers shared by a whole batch, such as a random site order or raw bits,
+take them from one stream shared by all chunks; their results may change with ``chunk_size``.) The runner records;
+it never computes log Z (see ``pmz.estimators``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,72 @@ from ..records import WorkRecord
 from ..weights import logsumexp
 from ..progress import progress_bar
 
-__all__ = ["run_ais"]
+__all__ = ["run_ais", "PATHS_PER_STREAM", "BlockStreams"]
+
+PATHS_PER_STREAM = 128  # paths per random stream; chunks are whole numbers of such blocks
+
+
+class BlockStreams:
+    """A ``numpy.random.Generator`` look-alike for a batch made of consecutive blocks of paths, each block with
+    its own stream: a draw whose first dimension is the batch size is made block by block (block ``j``'s rows from
+    ``streams[j]``) and stacked, so a path's random numbers do not depend on which other blocks share its batch.
+    Draws of any other shape, and any other attribute, come from ``shared``.
+
+    Parameters
+    ----------
+    streams : sequence of numpy.random.Generator
+    sizes : sequence of int
+        Paths in each block.
+    shared : numpy.random.Generator, optional
+        Default: the first block's stream (a run of one block then uses one stream for everything).
+    """
+
+    def __init__(self, streams, sizes, shared=None):
+        self.streams = list(streams)
+        self.sizes = [int(m) for m in sizes]
+        self.n = sum(self.sizes)
+        self.shared = self.streams[0] if shared is None else shared
+
+    def _draw(self, method, size, *args, **kwargs):
+        shape = () if size is None else tuple(np.atleast_1d(size))
+        if not shape or shape[0] != self.n:
+            return getattr(self.shared, method)(*args, size=size, **kwargs)
+        if len(self.streams) == 1:
+            return getattr(self.streams[0], method)(*args, size=size, **kwargs)
+        parts = [getattr(g, method)(*args, size=(m, *shape[1:]), **kwargs) for g, m in zip(self.streams, self.sizes)]
+        return np.concatenate(parts)
+
+    def standard_normal(self, size=None):
+        return self._draw("standard_normal", size)
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        return self._draw("normal", size, loc, scale)
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        return self._draw("uniform", size, low, high)
+
+    def random(self, size=None):
+        return self._draw("random", size)
+
+    def integers(self, low, high=None, size=None):
+        return self._draw("integers", size, low, high)
+
+    def choice(self, a, size=None, replace=True, p=None):
+        return self._draw("choice", size, a, replace=replace, p=p)
+
+    def chisquare(self, df, size=None):
+        return self._draw("chisquare", size, df)
+
+    def __getattr__(self, name):
+        return getattr(self.shared, name)
+
+
+def _blocks(n_paths: int, chunk_size: int | None):
+    """``(chunks, block_sizes)``: each chunk a list of block indices; ``chunk_size`` rounded up to whole blocks."""
+    sizes = [min(PATHS_PER_STREAM, n_paths - start) for start in range(0, n_paths, PATHS_PER_STREAM)]
+    per_chunk = max(1, int(np.ceil(int(chunk_size or min(n_paths, 4096)) / PATHS_PER_STREAM)))
+    chunks = [list(range(j, min(j + per_chunk, len(sizes)))) for j in range(0, len(sizes), per_chunk)]
+    return chunks, sizes
 
 
 def run_ais(
@@ -56,9 +126,11 @@ def run_ais(
     n_paths : int
     n_steps_per_temp : int
     rng : numpy.random.Generator
-        Spawned into one stream per chunk.
+        Spawned into one stream per block of :data:`PATHS_PER_STREAM` paths (and, with several blocks, one shared
+        stream).
     chunk_size : int, optional
-        Paths moved together (default: all, up to 4096).
+        Paths moved together (default: all, up to 4096), rounded up to a multiple of :data:`PATHS_PER_STREAM`.
+        A memory bound: it does not change a seeded result.
     keep_final : bool
         Keep the final positions (weighted draws from the target) in the record.
     progressbar : bool
@@ -87,9 +159,10 @@ def run_ais(
         steps = [(k, 1.0, k if k < K else None) for k in range(1, K + 1)]
     else:
         steps = [(k, -1.0, k - 1 if k > 1 else None) for k in range(K, 0, -1)]
-    chunk_size = int(chunk_size or min(n_paths, 4096))
-    chunks = list(range(0, n_paths, chunk_size))
-    streams = rng.spawn(len(chunks))
+    chunks, sizes = _blocks(n_paths, chunk_size)
+    streams = rng.spawn(len(sizes))
+    shared = rng.spawn(1)[0] if len(sizes) > 1 else None  # one block: its stream does everything
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
 
     log_w = np.empty(n_paths)
@@ -100,10 +173,14 @@ def run_ais(
     lse_w2 = np.full(K + 1, -np.inf)
     desc = "AIS" if direction == "forward" else "reverse AIS"
     with progress_bar(total=K * len(chunks), desc=desc, disable=not progressbar) as bar:
-        for start, stream in zip(chunks, streams):
-            stop = min(start + chunk_size, n_paths)
+        for blocks in chunks:
+            start, stop = int(offsets[blocks[0]]), int(offsets[blocks[-1] + 1])
             m = stop - start
-            x0 = family.sample_start(stream, m) if starts is None else starts[start:stop]
+            stream = BlockStreams([streams[j] for j in blocks], [sizes[j] for j in blocks], shared)
+            if starts is None:
+                x0 = np.concatenate([family.sample_start(streams[j], sizes[j]) for j in blocks])
+            else:
+                x0 = starts[start:stop]
             state = kernel.init_state(family, x0)
             lw = np.zeros(m)
             lse_w[0] = np.logaddexp(lse_w[0], np.log(m))

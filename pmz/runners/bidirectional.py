@@ -28,7 +28,15 @@ import numpy as np
 
 from ..records import BidirectionalRecord
 from .ais import run_ais
-from .starts import DRAW_KINDS, hmc_starts, is_draws, nuts_draws, posterior_to_flat, resampled_starts
+from .starts import (
+    DRAW_KINDS,
+    check_draws,
+    hmc_starts,
+    is_draws,
+    nuts_draws,
+    posterior_to_flat,
+    resampled_starts,
+)
 
 __all__ = ["run_bidirectional", "REVERSE_STARTS"]
 
@@ -40,31 +48,33 @@ def _is_energy(target) -> bool:
 
 
 def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, rng, progressbar, options):
-    """Start states of the reverse run and a label for the record."""
+    """Start states of the reverse run, a label for the record, and, where they are the user's draws, all of those
+    draws with the chain of each (``(X, chain)``, for :func:`check_draws`; None otherwise)."""
     if isinstance(reverse_start, str):
         if reverse_start not in REVERSE_STARTS:
             raise ValueError(f"pmz: reverse_start must be one of {REVERSE_STARTS}, draws or an array")
         if reverse_start == "auto":
             if _is_energy(target) and hasattr(target, "sample_target"):
-                return np.asarray(target.sample_target(rng, n), dtype=float), "exact"
+                return np.asarray(target.sample_target(rng, n), dtype=float), "exact", None
             continuous = not _is_energy(target) and not target.layout.discrete_mask.any()
             reverse_start = "hmc" if continuous else "resample"
         if reverse_start == "hmc":
             if _is_energy(target) or target.layout.discrete_mask.any():
                 raise ValueError("pmz: reverse_start='hmc' needs a PyMC model with continuous free variables")
-            return hmc_starts(target, n, rng), "hmc"
+            return hmc_starts(target, n, rng), "hmc", None
         if reverse_start == "nuts":
             if _is_energy(target):
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
             X, _, _ = nuts_draws(target, n, rng, tune=options.get("nuts_tune", 1000), progressbar=progressbar)
-            return X, "nuts"
+            return X, "nuts", None
         X = resampled_starts(forward, n, rng)
         state = kernel.init_state(family, X)
         for _ in range(options.get("reverse_burn", 0)):
             state, _ = kernel.step(rng, state, family, 1.0, params[-1])
-        return state.x, "resample"
+        return state.x, "resample", None
     if isinstance(reverse_start, np.ndarray):
-        return _flat_starts(reverse_start, family.dim, n), "posterior"
+        X_all = _flat_starts(reverse_start, family.dim, None)
+        return _thin(X_all, n), "posterior", (X_all, np.zeros(X_all.shape[0], dtype=int))
     if _is_energy(target):
         raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
     if not is_draws(reverse_start):
@@ -72,11 +82,17 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
             f"pmz: reverse_start must be one of {REVERSE_STARTS}, posterior draws ({DRAW_KINDS}) or an array "
             f"(n, {family.dim}) of flat unconstrained states; got {type(reverse_start).__name__}"
         )
-    X, _ = posterior_to_flat(target, reverse_start, n, option="reverse_start")
-    return X, "posterior"
+    X_all, chain = posterior_to_flat(target, reverse_start, option="reverse_start")
+    return _thin(X_all, n), "posterior", (X_all, chain)
 
 
-def _flat_starts(array, dim: int, n: int) -> np.ndarray:
+def _thin(X, n: int) -> np.ndarray:
+    """At most ``n`` rows of ``X``, evenly spaced."""
+    keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
+    return X[keep]
+
+
+def _flat_starts(array, dim: int, n: int | None) -> np.ndarray:
     """A user's array of flat states, checked (shape, numbers, finite) and thinned evenly to at most ``n``."""
     if array.dtype.kind not in "biuf":
         raise TypeError(f"pmz: the reverse_start array holds {array.dtype} values, not numbers")
@@ -89,8 +105,7 @@ def _flat_starts(array, dim: int, n: int) -> np.ndarray:
             f"pmz: {int(bad.sum())} of the {X.shape[0]} rows of the reverse_start array are NaN or inf (the first "
             f"is row {int(np.argmax(bad))}); drop them"
         )
-    keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
-    return X[keep]
+    return X if n is None else _thin(X, n)
 
 
 def run_bidirectional(
@@ -123,9 +138,12 @@ def run_bidirectional(
     forward = run_ais(
         family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward, **common
     )
-    starts, label = _reverse_starts(
+    starts, label, given = _reverse_starts(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, options
     )
+    start_info = {"reverse_start": label}
+    if given is not None and not _is_energy(target):  # the user's draws (all of them): like this posterior?
+        start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="reverse_start"))
     reverse = run_ais(
         family,
         kernel,
@@ -136,7 +154,7 @@ def run_bidirectional(
         keep_final=False,
         direction="reverse",
         starts=starts,
-        start_info={"reverse_start": label},
+        start_info=start_info,
         **common,
     )
     return BidirectionalRecord(forward, reverse, reverse_start=label)

@@ -283,8 +283,11 @@ def run_smc(
     rows, finals = [], []
     span = float(sequence.t_end - sequence.t_start)
     desc = "ARM" if algorithm != "rm" else "SMC"
-    with progress_bar(total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar) as bar:
+    with progress_bar(
+        total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
+    ) as bar:
         for run, stream in enumerate(rng.spawn(n_runs)):
+            bar.set_postfix_str(f"run {run + 1}/{n_runs}", refresh=False)
             mover = _Mover(sequence, n_steps=n_steps, tune=tune)
             state, log_w, log_z = _one_run(
                 sequence, stream, run=run, R=R, algorithm=algorithm, mover=mover, opts=opts, rows=rows, bar=bar,

@@ -1,0 +1,292 @@
+"""Checks of the model and of what is passed in, each asserting the class of the outcome: a clear error (key
+phrase), a warning or flag (key phrase), or a correct value within 4 se (plus a small tolerance).
+
+1. ordered transforms: prior draws are sorted (exchangeable entries) or rejected (others), and the prior-draw
+   methods answer for the renormalised prior (log K! above the density as written);
+2. a prior whose log density does not integrate to one (a CustomDist, LKJCholeskyCov on PyMC 5): measured and
+   warned about by the methods that start from prior draws;
+3. a Categorical with more than 64 classes used as an index: bounded Metropolis moves, exact log Z by enumeration;
+4. posterior draws of another model (same names and shapes) given as posterior= / reverse_start=: flagged;
+5. Ctrl-C inside pm.sample (bridge): KeyboardInterrupt, not a normal return from a fraction of the draws;
+6. a likelihood that is zero at (nearly) all prior draws: the start error says so and what to do;
+7. chunk_size (a memory bound) does not change a seeded result.
+"""
+
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import logsumexp
+
+import pmz
+from pmz.inference_data import RESULT_BASE, build
+from pmz.kernels.gibbs import SiteGibbs
+from pmz.model.prior_check import prior_normalisation
+from pmz.model.pymc import CompiledModel, ModelSpecificationError
+from pmz.model.reference import PriorReference
+from pmz.runners.starts import SamplingInterrupted, check_draws
+
+pytestmark = pytest.mark.filterwarnings("ignore:pmz.*unreliable:UserWarning")  # small runs, judged elsewhere
+
+ORDERED = pm.distributions.transforms.ordered
+PYMC_MAJOR = int(pm.__version__.split(".")[0])
+
+
+# --------------------------------------------------------------------------
+# 1. ordered transforms
+# --------------------------------------------------------------------------
+
+Y_SUM = np.array([0.8, 1.9, 1.1])
+S_MU = 1.5
+
+
+@pytest.fixture(scope="module")
+def ordered_sum():
+    """mu (2 iid N(0, 1.5^2) entries, ordered), y_i ~ N(mu_0 + mu_1, 1): symmetric in the entries, so the
+    renormalised ordered prior gives the unordered evidence, y ~ N(0, 2 s^2 11' + I) (closed form)."""
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, S_MU, shape=2, transform=ORDERED, initval=np.array([-0.5, 0.5]))
+        pm.Normal("y", mu[0] + mu[1], 1.0, observed=Y_SUM)
+    return m
+
+
+def _log_z_ordered_sum():
+    n = Y_SUM.size
+    cov = 2 * S_MU**2 * np.ones((n, n)) + np.eye(n)
+    return stats.multivariate_normal(np.zeros(n), cov).logpdf(Y_SUM)
+
+
+def test_ordered_prior_draws_are_sorted_and_finite(ordered_sum):
+    cm = CompiledModel(ordered_sum)
+    prior = PriorReference(cm)
+    X = prior.sample(np.random.default_rng(1), 200)
+    assert np.isfinite(X).all()
+    mu = cm.to_constrained(X)["mu"]
+    assert np.all(np.diff(mu, axis=1) > 0)
+    assert prior.sorted_names == ["mu"]
+
+
+def test_ordered_bar_answers_for_the_renormalised_prior_and_warns(ordered_sum):
+    """Before: "the log density is nan at the initial particles ... check the priors' supports, the observed data
+    (NaN?)". Now the run starts from sorted draws, matches the closed form and says what the density gives."""
+    with pytest.warns(UserWarning, match=r"does not integrate to one.*'mu'.*Ordered.*expected -0\.693"):
+        res = pmz.evidence(
+            ordered_sum, method="bar", random_seed=2, progressbar=False, n_paths=128, n_temps=60, n_bootstrap=20
+        )
+    truth = _log_z_ordered_sum()
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02
+    assert res.log_z_se < 0.1
+    assert res.evidence.attrs["prior_unnormalised"] == "mu"
+    assert abs(float(res.evidence["prior_log_mass"]) + np.log(2)) < 0.1
+
+
+def test_ordered_non_exchangeable_prior_is_drawn_by_rejection():
+    """Entries with different means: sorting would change the prior; draws that are not ordered are rejected."""
+    with pm.Model() as m:
+        pm.Normal("mu", mu=[-1.0, 1.0], sigma=3.0, shape=2, transform=ORDERED, initval=np.array([-1.0, 1.0]))
+    cm = CompiledModel(m)
+    prior = PriorReference(cm)
+    assert prior.sorted_names == []
+    mu = cm.to_constrained(prior.sample(np.random.default_rng(3), 300))["mu"]
+    # rejection keeps the prior restricted to mu_0 < mu_1: mean of mu_0 below that of the unrestricted -1
+    assert np.all(np.diff(mu, axis=1) > 0) and mu[:, 0].mean() < -1.3
+    (mass,) = prior_normalisation(cm, prior, np.random.default_rng(4))
+    exact = np.log(stats.norm.cdf(2.0 / np.sqrt(18.0)))  # P(mu_0 < mu_1)
+    assert mass.off and abs(mass.log_mass - exact) < 4 * mass.se + 0.02
+
+
+def test_ordered_prior_with_almost_no_ordered_draws_names_the_transform():
+    with pm.Model() as m:
+        pm.Normal("mu", mu=[3.0, 0.0, -3.0], sigma=0.5, shape=3, transform=ORDERED, initval=np.array([-1.0, 0, 1]))
+        pm.Normal("y", 0.0, 1.0, observed=[0.1])
+    with pytest.raises(ModelSpecificationError, match=r"ordered transform of \['mu'\].*reference='laplace'"):
+        pmz.evidence(m, method="ais", progressbar=False, n_paths=8, n_temps=3)
+
+
+# --------------------------------------------------------------------------
+# 2. a prior whose log density does not integrate to one
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unnormalised():
+    """theta with a CustomDist log density -theta^2/2 (a N(0, 1) without its -log sqrt(2 pi)): mass sqrt(2 pi)."""
+    with pm.Model() as m:
+        theta = pm.CustomDist("theta", logp=lambda v: -0.5 * v**2, dist=lambda size: pm.Normal.dist(0, 1, size=size))
+        pm.Normal("y", theta, 1.0, observed=[0.4, 1.0])
+    return m
+
+
+def test_unnormalised_prior_is_measured_and_warned_about(unnormalised):
+    with pytest.warns(UserWarning, match=r"does not integrate to one.*'theta'.*method='ais' starts from exact prior"):
+        res = pmz.evidence(unnormalised, method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=30)
+    mass, se = float(res.evidence["prior_log_mass"]), float(res.evidence["prior_log_mass_se"])
+    assert abs(mass - 0.5 * np.log(2 * np.pi)) < 4 * se + 0.02
+    # the prior-draw answer is the evidence under the normalised prior N(0, 1): y ~ N(0, 11' + I)
+    truth = stats.multivariate_normal(np.zeros(2), np.ones((2, 2)) + np.eye(2)).logpdf([0.4, 1.0])
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02
+
+
+def test_lkj_prior_mass_is_measured():
+    """LKJCholeskyCov (n 3, eta 2): its density integrates to about exp(1.231) on PyMC 5 and to 1 on PyMC 6."""
+    with pm.Model() as m:
+        pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=3), compute_corr=True)
+    cm = CompiledModel(m)
+    (mass,) = prior_normalisation(cm, PriorReference(cm), np.random.default_rng(5), n_draws=4000)
+    expected = 1.230967 if PYMC_MAJOR == 5 else 0.0
+    assert abs(mass.log_mass - expected) < 4 * mass.se + 0.05
+    assert mass.off == (PYMC_MAJOR == 5)
+
+
+def test_normalised_symbolic_priors_pass_the_check():
+    """Distributions that are SymbolicRandomVariables or have other transforms but are normalised: no flag."""
+    with pm.Model() as m:
+        pm.HalfCauchy("h", 1.0)
+        pm.Truncated("t", pm.Normal.dist(0.0, 1.0), lower=0.5, upper=3.0)
+        pm.ZeroSumNormal("z", sigma=2.0, shape=4)
+        pm.NormalMixture("nm", w=[0.3, 0.7], mu=[-1.0, 2.0], sigma=[1.0, 0.5])
+    cm = CompiledModel(m)
+    masses = prior_normalisation(cm, PriorReference(cm), np.random.default_rng(6))
+    assert {"z", "nm"} <= {x.name for x in masses}  # others depend on the PyMC version's RV classes
+    assert not any(x.off for x in masses), masses
+
+
+# --------------------------------------------------------------------------
+# 3. a Categorical with 100 classes used as an index
+# --------------------------------------------------------------------------
+
+
+def test_categorical_with_100_classes_as_index():
+    """Before: IndexError in BatchedTake (C backend) / Numba indexing, from +-1 proposals outside 0..99."""
+    k_classes = 100
+    mu = np.linspace(-5.0, 5.0, k_classes)
+    y = np.array([0.3, 0.5])
+    with pm.Model() as m:
+        k = pm.Categorical("k", p=np.ones(k_classes) / k_classes)
+        pm.Normal("y", pm.math.constant(mu)[k], 1.0, observed=y)
+    res = pmz.evidence(m, method="bar", random_seed=1, progressbar=False, n_paths=64, n_temps=50, n_bootstrap=50)
+    truth = logsumexp([stats.norm.logpdf(y, v, 1.0).sum() for v in mu]) - np.log(k_classes)
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.05
+    assert res.log_z_se < 0.2
+
+
+def test_bounded_metropolis_never_proposes_outside_the_support():
+    class Family:  # records every state it is asked to evaluate
+        seen = []
+
+        def parts(self, X, grad=False):
+            Family.seen.append(X.copy())
+            return pmz.families.LogDensityParts(np.zeros(len(X)), np.zeros(len(X)))
+
+    kernel = SiteGibbs([0], [None], bounds=[(0.0, 99.0)])
+    x = np.array([[0.0], [99.0], [50.0]] * 20)
+    state = pmz.kernels.base.ParticleState(x, Family().parts(x))
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        state, _ = kernel.step(rng, state, Family(), 1.0)
+    seen = np.concatenate(Family.seen)
+    assert seen.min() >= 0 and seen.max() <= 99
+    assert np.unique(state.x).size > 10  # the uniform moves jump across the classes
+
+
+# --------------------------------------------------------------------------
+# 4. posterior draws of another model
+# --------------------------------------------------------------------------
+
+Y_MEAN = np.array([0.3, -0.4, 1.1, 0.6, 0.2, -0.1, 0.9, 0.4, 0.0, 0.5])
+
+
+@pytest.fixture(scope="module")
+def normal_mean():
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", mu, 1.0, observed=Y_MEAN)
+    return m
+
+
+def _exact_draws(shift_sd=0.0, n=2000, seed=8):
+    """Exact posterior draws of ``normal_mean``'s mu, shifted by ``shift_sd`` posterior sds (another model)."""
+    prec = 1 / 4 + Y_MEAN.size
+    mean, sd = Y_MEAN.sum() / prec, prec**-0.5
+    return {"mu": mean + sd * (shift_sd + np.random.default_rng(seed).standard_normal(n))}
+
+
+def test_posterior_draws_of_this_model_pass(normal_mean):
+    res = pmz.evidence(normal_mean, method="bridge", posterior=_exact_draws(), random_seed=1, progressbar=False)
+    assert res.reliable
+    assert abs(float(res.evidence["draws_check"])) < 5 * float(res.evidence["draws_check_se"]) + 0.02
+
+
+@pytest.mark.parametrize("method, option", [("bridge", "posterior"), ("bar", "reverse_start")])
+def test_posterior_draws_of_another_model_are_flagged(normal_mean, method, option):
+    """Before: a confident wrong answer (41 se off) without a warning."""
+    draws = _exact_draws(shift_sd=1.5)
+    extra = dict(n_paths=64, n_temps=20, n_bootstrap=20) if method == "bar" else {}
+    with pytest.warns(UserWarning, match="do not look like draws of this model's posterior"):
+        res = pmz.evidence(normal_mean, method=method, random_seed=1, progressbar=False, **{option: draws}, **extra)
+    assert not res.reliable
+    assert "another model" in res.reliability_reason
+
+
+def test_check_draws_statistic(normal_mean):
+    cm = CompiledModel(normal_mean)
+    for shift, flagged in ((0.0, False), (1.5, True)):
+        X = _exact_draws(shift)["mu"][:, None]
+        out = check_draws(cm, X, np.zeros(len(X), dtype=int), np.random.default_rng(9))
+        assert bool(out["posterior_mismatch"]) is flagged
+
+
+# --------------------------------------------------------------------------
+# 5. Ctrl-C inside pm.sample
+# --------------------------------------------------------------------------
+
+
+def test_interrupted_pm_sample_raises_keyboard_interrupt(normal_mean, monkeypatch):
+    """PyMC catches Ctrl-C and returns the draws made so far; pmz must not return normally from them."""
+
+    def interrupted_sample(draws=1000, chains=2, **kwargs):
+        quarter = max(draws // 4, 1)
+        mu = np.random.default_rng(0).normal(0.4, 0.3, size=(chains, quarter))
+        return build(RESULT_BASE, {"posterior": xr.Dataset({"mu": (("chain", "draw"), mu)})})
+
+    monkeypatch.setattr(pm, "sample", interrupted_sample)
+    with pytest.raises(KeyboardInterrupt, match=r"returned 250 of the 1000 draws per chain.*interrupted") as info:
+        pmz.evidence(normal_mean, method="bridge", n_draws=2000, random_seed=1, progressbar=False)
+    assert isinstance(info.value, SamplingInterrupted) and info.value.idata is not None
+
+
+# --------------------------------------------------------------------------
+# 6. a likelihood that is zero on (nearly) all of the prior
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "y_max, phrase",
+    [
+        (40.0, r"-inf at all 1024 prior draws tried: the likelihood is zero there.*method='auto' starts at the post"),
+        (7.0, r"-inf at \d+ of 1024 prior draws tried \(about [\d.]+ of this run's 512 start draws.*is zero there"),
+    ],
+)
+def test_zero_likelihood_on_the_prior_says_so(y_max, phrase):
+    """Before: "check the priors' supports, the observed data (NaN?)"; the model is valid, its data far in the
+    prior's tail (P(theta > 7) = 0.007, P(theta > 40) ~ 1e-16)."""
+    with pm.Model() as m:
+        theta = pm.Gamma("theta", 2.0, 1.0)
+        pm.Uniform("y", 0.0, theta, observed=np.array([1.0, 3.0, y_max]))
+    with pytest.raises(ModelSpecificationError, match=phrase) as info:
+        pmz.evidence(m, method="bar", random_seed=1, progressbar=False)
+    assert "NaN?" not in str(info.value)
+
+
+# --------------------------------------------------------------------------
+# 7. chunk_size is a memory bound, not a change of random streams
+# --------------------------------------------------------------------------
+
+
+def test_chunk_size_does_not_change_a_seeded_result(normal_mean):
+    common = dict(method="bar", random_seed=11, progressbar=False, n_paths=300, n_temps=10, n_bootstrap=0)
+    full = pmz.evidence(normal_mean, **common)
+    chunked = pmz.evidence(normal_mean, chunk_size=100, **common)  # chunks of 128, 128, 44
+    assert chunked.log_z == pytest.approx(full.log_z, rel=0, abs=1e-9)
