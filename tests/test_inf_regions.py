@@ -162,3 +162,19 @@ def test_raise_adds_the_forward_paths_support_fraction():
     nothing = WorkRecord(log_weights=np.full(4, -np.inf), schedule=[0.0, 1.0])
     refused = raise_estimate(reverse, n_bootstrap=0, forward_record=nothing)
     assert np.isnan(refused.log_z) and "reverse paths cannot see" in refused.warnings[0]
+
+
+def test_bar_where_the_likelihood_is_zero_at_the_initial_point():
+    """y = [1, 3, 7] under Uniform(0, theta), theta ~ Gamma(2, 1): the likelihood is zero at PyMC's initial point
+    (theta = 2) and at most prior draws. The HMC reverse starts copy the finite ones, and a bootstrap resample with
+    no weighted forward path gives an infinite bootstrap se instead of a solver crash."""
+    from scipy import special
+
+    with pm.Model() as model:
+        theta = pm.Gamma("theta", 2, 1)
+        pm.Uniform("y", 0, theta, observed=[1.0, 3.0, 7.0])
+    truth = float(np.log(np.exp(-7.0) / 7.0 - special.exp1(7.0)))  # int_7^inf t^-2 e^-t dt
+    res = pmz.evidence(model, method="bar", n_paths=700, random_seed=0, progressbar=False)
+    assert res["work"].attrs["reverse_start"] == "hmc"
+    assert np.isfinite(res.log_z) and np.isfinite(res.log_z_se)
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.05

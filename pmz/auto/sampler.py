@@ -102,8 +102,9 @@ def _log_post_and_grad(compiled, X):
 
 def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: float = 2.0, tries: int = 20):
     """``n`` starting points ``X (n, dim)`` and their log posterior ``(n,)``: PyMC's initial point plus
-    uniform(-jitter, jitter) noise, redrawn with half the jitter where the log density is not finite (and the
-    initial point itself as a last resort)."""
+    uniform(-jitter, jitter) noise, redrawn with half the jitter where the log density is not finite. Starts that
+    are still not finite (the initial point itself may lie where the likelihood is zero) become copies of finite
+    ones, and the initial point is the last resort when none is finite."""
     x0 = compiled.initial_point()
     X = x0 + rng.uniform(-jitter, jitter, size=(n, compiled.dim))
     value, _ = _log_post_and_grad(compiled, X)
@@ -116,7 +117,11 @@ def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: floa
         X[bad] = x0 + rng.uniform(-scale, scale, size=(int(bad.sum()), compiled.dim))
         value[bad] = _log_post_and_grad(compiled, X[bad])[0]
     bad = ~np.isfinite(value)
-    if bad.any():
+    good = np.flatnonzero(~bad)
+    if bad.any() and good.size:  # e.g. a likelihood that is zero near the initial point: copies of finite starts
+        pick = rng.choice(good, size=int(bad.sum()))
+        X[bad], value[bad] = X[pick], value[pick]
+    elif bad.any():
         X[bad] = x0
         value[bad] = _log_post_and_grad(compiled, x0[None, :])[0][0]
     return X, value

@@ -259,12 +259,19 @@ def _overlap_warning(diagnostics: dict, min_overlap: float, forward: WorkRecord)
 
 
 def _bootstrap(work_f, work_r, M, log_c_r, log_z, se, rng, n_bootstrap):
+    """BAR on ``n_bootstrap`` resamples of the paths. A resample whose forward (reverse) paths all have zero weight
+    estimates ``log Z = -inf`` (``+inf``): the bootstrap se is then infinite, as the data say."""
     out = np.empty(n_bootstrap)
     half = max(3 * se, 1e-3) if np.isfinite(se) else 1.0
     for b in range(n_bootstrap):
         wf = work_f[rng.integers(0, work_f.size, work_f.size)]
         wr = work_r[rng.integers(0, work_r.size, work_r.size)]
-        out[b] = _solve(wf, wr, M, log_c_r, log_z - half, log_z + half)
+        if not np.isfinite(wf).any():
+            out[b] = -np.inf
+        elif not np.isfinite(wr).any():
+            out[b] = np.inf
+        else:
+            out[b] = _solve(wf, wr, M, log_c_r, log_z - half, log_z + half)
     return out
 
 
@@ -346,7 +353,7 @@ def bar(
         rng = np.random.default_rng(0) if rng is None else rng
         boot = log_z0 + _bootstrap(work_f, work_r, M, log_c_r, log_z, se["bennett"], rng, n_bootstrap)
         diagnostics["bootstrap_log_z"] = boot
-        diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1))
+        diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1)) if np.isfinite(boot).all() else np.inf
     warnings = [] if (message := _overlap_warning(diagnostics, min_overlap, forward)) is None else [message]
     return EvidenceEstimate(
         log_z=log_z0 + log_z, log_z_se=se[se_method], method="bar", diagnostics=diagnostics, warnings=warnings
