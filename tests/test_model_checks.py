@@ -290,3 +290,22 @@ def test_chunk_size_does_not_change_a_seeded_result(normal_mean):
     full = pmz.evidence(normal_mean, **common)
     chunked = pmz.evidence(normal_mean, chunk_size=100, **common)  # chunks of 128, 128, 44
     assert chunked.log_z == pytest.approx(full.log_z, rel=0, abs=1e-9)
+
+
+def test_auto_flags_posterior_draws_of_another_model(normal_mean):
+    """``method="auto"`` with ``posterior=``: the user's draws are tested as bridge's are (pmz's own chains are not)."""
+    import warnings
+
+    import xarray as xr
+
+    def as_chains(draws):
+        return xr.Dataset({"mu": (("chain", "draw"), draws["mu"].reshape(4, -1))})
+
+    good = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws()), random_seed=1, progressbar=False)
+    assert good.reliable
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bad = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws(shift_sd=1.5)), random_seed=1,
+                           progressbar=False)
+    assert not bad.reliable
+    assert "posterior=" in bad.reliability_reason

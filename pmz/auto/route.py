@@ -138,24 +138,25 @@ class _Clock:
         return np.inf if self.deadline is None else self.deadline - time.perf_counter()
 
 
-def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap):
-    """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat."""
+def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False):
+    """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat.
+    ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test)."""
     X_fit, _ = draws.flat(fit_chains)
     X_bridge, chain = draws.flat(bridge_chains)
     q = fit_reference(X_fit, "gaussian")
-    record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False)
+    record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
     est = replace(est, diagnostics={**est.diagnostics, "pareto_khat": khat})
     return assess(est, record), record  # pmz.reliability: verdict and honest se (bootstrap floor, overlap, ...)
 
 
-def _bridge_pair(compiled, draws, rng, n_bootstrap):
+def _bridge_pair(compiled, draws, rng, n_bootstrap, check=False):
     chains = np.arange(draws.n_chains)
     a, b = chains[::2], chains[1::2]
     rng_a, rng_b = rng.spawn(2)
-    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap)
-    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap)
+    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap, check)
+    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap, check)
     return {"bridge_a": est_a, "bridge_b": est_b}, {"bridge_a": rec_a, "bridge_b": rec_b}
 
 
@@ -421,8 +422,13 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         record.timeline = clock.timeline
         return record
 
-    estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"])
+    user_draws = options["posterior"] is not None
+    estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"], check=user_draws)
     clock.mark("bridge")
+    mismatch = [r.reverse.tuning.get("posterior_mismatch") for r in records.values()] if user_draws else []
+    if any(mismatch) and not unreliable:
+        reason = next(filter(None, mismatch))
+        unreliable = f"the draws given as posterior= do not look like this model's posterior: {reason}"
     first_draws = draws.n_draws
     while (
         all(_bridge_ok(e, options)[0] for e in estimates.values())
