@@ -123,6 +123,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .estimators.bar import range_fractions
 from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 
 __all__ = ["assess", "RULES"]
@@ -247,8 +248,7 @@ def _range_fractions(ctx: _Context) -> tuple[float | None, float | None, int | N
         neg_r = ctx.log_w_r[np.isfinite(ctx.log_w_r)]  # -W_r = log w_r
         n_r = neg_r.size if n_r is None else n_r
         if work_f.size and neg_r.size and (f_in_r is None or r_in_f is None):
-            f_in_r = float(np.mean((work_f >= neg_r.min()) & (work_f <= neg_r.max())))
-            r_in_f = float(np.mean((neg_r >= work_f.min()) & (neg_r <= work_f.max())))
+            f_in_r, r_in_f = range_fractions(work_f, neg_r)
     return f_in_r, r_in_f, None if n_r is None else int(n_r)
 
 

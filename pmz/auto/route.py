@@ -41,7 +41,7 @@ from ..records import EvidenceEstimate
 from ..reliability import assess
 from ..runners.bidirectional import run_bidirectional
 from ..runners.bridge import fit_reference, run_bridge
-from ..runners.starts import posterior_to_flat
+from ..runners.starts import evenly_spaced, posterior_to_flat
 from ..weights import systematic_resample
 from .diagnostics import pareto_khat
 from ..model.pymc import ModelSpecificationError
@@ -244,7 +244,7 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
     X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
     X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
     half = n_paths // 2
-    starts = np.concatenate([X_a[_evenly(X_a.shape[0], half)], X_b[_evenly(X_b.shape[0], half)]])
+    starts = np.concatenate([X_a[evenly_spaced(X_a.shape[0], half)], X_b[evenly_spaced(X_b.shape[0], half)]])
     record = run_bidirectional(
         family,
         kernel,
@@ -269,10 +269,6 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
         sub_r = replace(record.reverse, log_weights=record.reverse.log_weights[part], final_x=None)
         halves[name] = assess(bar(sub_f, sub_r, rng=r, n_bootstrap=options["n_bootstrap"]))
     return full, halves, record
-
-
-def _evenly(n, k):
-    return np.round(np.linspace(0, n - 1, k)).astype(int)
 
 
 def _tempered_route(family, kernel, options, rng, progressbar, target, reason, clock):

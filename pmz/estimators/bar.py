@@ -51,7 +51,7 @@ from ..records import EvidenceEstimate, WorkRecord
 from ..weights import logsumexp
 from .bounds import bounds_from_log_weights, check_log_weights, check_work_pair
 
-__all__ = ["bar", "bar_fixed_point", "bar_log_z", "bar_overlap", "bar_variances"]
+__all__ = ["bar", "bar_fixed_point", "bar_log_z", "bar_overlap", "bar_variances", "range_fractions"]
 
 _SE_METHODS = ("bennett", "ml")
 
@@ -196,6 +196,15 @@ def bar_fixed_point(
     raise RuntimeError(f"pmz: the BAR fixed-point iteration did not converge in {max_iter} steps")
 
 
+def range_fractions(work_f, neg_work_r) -> tuple[float, float]:
+    """Fraction of the forward works ``W_f`` inside ``[min(-W_r), max(-W_r)]``, and of the negated reverse works
+    ``-W_r`` inside ``[min(W_f), max(W_f)]``."""
+    work_f, neg_work_r = np.asarray(work_f), np.asarray(neg_work_r)
+    in_f = np.mean((work_f >= np.min(neg_work_r)) & (work_f <= np.max(neg_work_r)))
+    in_r = np.mean((neg_work_r >= np.min(work_f)) & (neg_work_r <= np.max(work_f)))
+    return float(in_f), float(in_r)
+
+
 def bar_overlap(log_w_f, log_w_r, log_z, n_eff_r=None) -> dict:
     """Overlap of the forward work distribution p_f(W) and the negated reverse one p_r(-W).
 
@@ -212,9 +221,7 @@ def bar_overlap(log_w_f, log_w_r, log_z, n_eff_r=None) -> dict:
     """
     work_f, work_r, n_f, _, n_eff, _, _ = _setup(log_w_f, log_w_r, n_eff_r)
     info = bar_variances(-work_f, -work_r, log_z, n_eff)["fisher_information"]
-    neg_r = -work_r
-    in_f = np.mean((work_f >= np.min(neg_r)) & (work_f <= np.max(neg_r)))
-    in_r = np.mean((neg_r >= np.min(work_f)) & (neg_r <= np.max(work_f)))
+    in_f, in_r = range_fractions(work_f, -work_r)
     return {
         "overlap": float(min(info * (1.0 / n_f + 1.0 / n_eff), 1.0)),
         "fraction_forward_in_reverse_range": float(in_f),

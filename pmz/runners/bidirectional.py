@@ -31,6 +31,7 @@ from .ais import run_ais
 from .starts import (
     DRAW_KINDS,
     check_draws,
+    evenly_spaced,
     hmc_starts,
     is_draws,
     nuts_draws,
@@ -88,8 +89,7 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
 
 def _thin(X, n: int) -> np.ndarray:
     """At most ``n`` rows of ``X``, evenly spaced."""
-    keep = np.round(np.linspace(0, X.shape[0] - 1, min(n, X.shape[0]))).astype(int)
-    return X[keep]
+    return X[evenly_spaced(X.shape[0], min(n, X.shape[0]))]
 
 
 def _flat_starts(array, dim: int, n: int | None) -> np.ndarray:

@@ -37,6 +37,7 @@ __all__ = [
     "check_draws",
     "mismatch_reason",
     "SamplingInterrupted",
+    "evenly_spaced",
 ]
 
 DRAW_KINDS = (
@@ -158,6 +159,11 @@ def _check_support(compiled, X, draws: dict, option: str):
     )
 
 
+def evenly_spaced(total: int, n: int) -> np.ndarray:
+    """``n`` indices spread evenly over ``0 .. total - 1`` (rounded; repeated when ``n > total``)."""
+    return np.round(np.linspace(0, total - 1, n)).astype(int)
+
+
 def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str = "posterior"):
     """Flat unconstrained particles from posterior draws, thinned evenly to at most ``n``.
 
@@ -183,7 +189,7 @@ def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str 
     """
     draws, chain = _named_draws(compiled, _posterior_group(posterior, option), option)
     total = chain.size
-    keep = np.arange(total) if n is None or n >= total else np.round(np.linspace(0, total - 1, n)).astype(int)
+    keep = evenly_spaced(total, total if n is None else min(n, total))
     kept = {name: v[keep] for name, v in draws.items()}
     X = compiled.from_constrained(kept)
     _check_support(compiled, X, kept, option)
