@@ -7,7 +7,8 @@ phrase), a warning or flag (key phrase), or a correct value within 4 se (plus a 
    warned about by the methods that start from prior draws;
 3. a Categorical with more than 64 classes used as an index: bounded Metropolis moves, exact log Z by enumeration;
 4. posterior draws of another model (same names and shapes) given as posterior= / reverse_start=: flagged;
-5. Ctrl-C inside pm.sample (bridge): KeyboardInterrupt, not a normal return from a fraction of the draws;
+5. Ctrl-C inside pm.sample (bridge) or inside pmz's own loops (every other method): KeyboardInterrupt, not a normal
+   return from a fraction of the work;
 6. a likelihood that is zero at (nearly) all prior draws: the start error says so and what to do;
 7. chunk_size (a memory bound) does not change a seeded result.
 """
@@ -309,3 +310,77 @@ def test_auto_flags_posterior_draws_of_another_model(normal_mean):
                            progressbar=False)
     assert not bad.reliable
     assert "posterior=" in bad.reliability_reason
+
+
+SHORT_RUNS = {
+    "auto": {},
+    "ais": {"n_paths": 64, "n_temps": 60},
+    "bar": {"n_paths": 64, "n_temps": 60},
+    "raise": {"n_paths": 64, "n_temps": 60},
+    "cumulant": {"n_paths": 64, "n_temps": 60},
+    "bounds": {"n_paths": 64, "n_temps": 60},
+    "histogram": {"n_paths": 64, "n_temps": 60},
+    "rts": {"n_sweeps": 400},
+    "ts": {"n_sweeps": 400},
+    "ti": {"n_sweeps": 400},
+    "ti_rb": {"n_sweeps": 400},
+    "mbar": {"n_sweeps": 400},
+    "wang_landau": {"n_sweeps": 400},
+    "smc": {},
+    "arm": {},
+}
+
+
+@pytest.mark.parametrize("method", sorted(SHORT_RUNS))
+def test_ctrl_c_inside_pmz_loops_raises(normal_mean, monkeypatch, method):
+    """A real SIGINT arriving while pmz's own loops evaluate the model (after the start, mid-run) raises
+    KeyboardInterrupt promptly: no method catches it and returns a normal result from part of the work, and the
+    process's BLAS thread setting is restored on the way out."""
+    import os
+    import signal
+
+    from threadpoolctl import threadpool_info
+
+    calls = {"n": 0}
+    at_call = 25  # past compilation, the start checks and any pilot: inside the run
+
+    def interrupting(fn):
+        def wrapper(self, *args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == at_call:
+                os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends; Python raises at the next bytecode
+            return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    for name in ("log_densities", "log_densities_once", "log_densities_and_grads", "log_densities_weighted",
+                 "log_likelihood_terms"):
+        monkeypatch.setattr(CompiledModel, name, interrupting(getattr(CompiledModel, name)))
+    blas_before = [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()]
+    with pytest.raises(KeyboardInterrupt):
+        pmz.evidence(normal_mean, method=method, random_seed=3, progressbar=False, **SHORT_RUNS[method])
+    assert calls["n"] >= at_call
+    assert [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()] == blas_before
+
+
+@pytest.mark.skipif(PYMC_MAJOR >= 6, reason="PyTensor 3 compiles to Numba by default; the warning is PyTensor 2's")
+def test_no_blas_link_warning_from_pmz_compile():
+    """PyTensor 2 (PyMC 5, pip install) warns in five lines that it found no BLAS to link, once per process, when it
+    first compiles a matrix product; pmz's own compile silences it (its C code falls back to NumPy's BLAS;
+    docs/errors.md). A fresh process, since an earlier compile in this one may have used the warning up."""
+    import subprocess
+    import sys
+
+    script = """
+import numpy as np, pymc as pm
+from pmz.model.pymc import CompiledModel
+x = np.random.default_rng(0).normal(size=(12, 3))
+with pm.Model() as m:
+    b = pm.Normal("b", 0.0, 2.0, shape=3)
+    pm.Normal("y", pm.math.dot(x, b), 1.0, observed=x @ np.array([1.0, -1.0, 0.5]))
+CompiledModel(m).log_densities_and_grads(np.zeros((4, 3)))
+print("compiled")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert "compiled" in out.stdout, out.stderr
+    assert "could not link to a BLAS" not in out.stderr

@@ -19,6 +19,11 @@ Numba compiles pmz's functions without ``fastmath``: with it, a function JIT-com
 loaded from PyTensor's disk cache differed in the 8th digit, so the same seed gave different bits in a process
 that compiled and in one that loaded (``pm.sample(cores=2)``), on a machine's first run.
 
+On PyMC 5 installed from pip, PyTensor finds no BLAS to link its C code against and warns in five lines ("could not
+link to a BLAS installation ... severely degraded"). Its C code then calls NumPy's own BLAS through NumPy's C API,
+so pmz compiles with that warning silenced (:func:`quiet_blas_link_warning`); what it would advise, Numba, is
+``compile_mode="NUMBA"`` above.
+
 ``compile_mode=`` (an option of :func:`pmz.evidence` and the step methods) overrides the choice: any PyTensor
 mode name (``"NUMBA"``, ``"CVM"``, ``"FAST_RUN"``, ``"FAST_COMPILE"``, ``"JAX"`` with jax installed) or a
 ``pytensor.compile.mode.Mode``.
@@ -27,6 +32,7 @@ mode name (``"NUMBA"``, ``"CVM"``, ``"FAST_RUN"``, ``"FAST_COMPILE"``, ``"JAX"``
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager, nullcontext
 
 import pytensor
@@ -34,7 +40,7 @@ from pytensor.compile.mode import Mode, get_mode
 
 from .linalg import REWRITE_TAG
 
-__all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "compile_flags", "CompileClock"]
+__all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "compile_flags", "CompileClock", "quiet_blas_link_warning"]
 
 PYTENSOR_MAJOR = int(pytensor.__version__.split(".")[0])
 
@@ -72,6 +78,14 @@ def resolve_mode(compile_mode=None) -> Mode:
             f"pmz: unknown compile_mode {compile_mode!r}; use e.g. 'NUMBA', 'CVM', 'FAST_RUN' or 'FAST_COMPILE'"
         ) from err
     return mode.including(REWRITE_TAG) if _is_c_backend(mode) else mode
+
+
+@contextmanager
+def quiet_blas_link_warning():
+    """Compile without PyTensor 2's warning that it could not link to a BLAS library (see the module docstring)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS", category=UserWarning)
+        yield
 
 
 def backend_name(mode: Mode) -> str:

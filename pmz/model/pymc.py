@@ -31,7 +31,7 @@ from pytensor.tensor.type import discrete_dtypes
 import pymc as pm
 
 from . import indexing as _indexing  # noqa: F401  (registers the batched-take rewrite)
-from .backend import CompileClock, backend_name, resolve_mode
+from .backend import CompileClock, backend_name, quiet_blas_link_warning, resolve_mode
 from .points import FlatLayout, layout_from_model
 
 try:  # pytensor >= 2.31
@@ -239,7 +239,7 @@ class CompiledModel:
     def _compile_inputs(self, inputs, outputs, *, mode=None):
         """One compiled function of ``inputs`` in :attr:`mode` (or ``mode``: e.g. ``"FAST_COMPILE"`` for a function
         called once), its compile time (first call included) clocked."""
-        with self.compile_clock.timed(), self.model:
+        with self.compile_clock.timed(), self.model, quiet_blas_link_warning():
             fn = _compile_pymc(inputs, outputs, mode=self.mode if mode is None else mode, on_unused_input="ignore")
         return self.compile_clock.first_call(fn)
 
