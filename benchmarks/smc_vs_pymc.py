@@ -67,7 +67,7 @@ from ais_vs_smc import CALIBRATION_SEEDS, WARMUP_SEED, machine_line, smc_log_mar
 import pymc as pm
 from pymc.smc.kernels import IMH
 
-from pmz.smc_methods import ARM_DEFAULTS, SMC_DEFAULTS
+from pmz.registry import METHODS
 from pmz.systems import ALL_SYSTEMS, hierarchical_normal
 
 HEADING = "## SMC and ARM vs pm.sample_smc (matched wall time)"
@@ -126,7 +126,7 @@ class Config:
     def describe(self) -> str:
         if self.method == "sample_smc":
             return f"draws={self.options['draws']}, IMH"
-        s = {**(SMC_DEFAULTS if self.method == "smc" else ARM_DEFAULTS), **self.settings()}
+        s = {**METHODS[self.method].defaults, **self.settings()}
         seq = s["sequence"]
         path = (f"adaptive, cess {s['cess_target']}" if s["schedule"] == "adaptive"
                 else f"{s['schedule']} {s['n_temps']} temps") if seq == "tempering" else "data, adaptive"

@@ -399,7 +399,8 @@ class EvidenceEstimate:
         Human-readable warnings (e.g. low ESS) that the result also emits.
     reliable : bool
         False when the method's own diagnostics (bootstrap, overlap, ESS, bounds, a second estimate) say that
-        ``log_z_se`` cannot be trusted as an asymptotic error bar; set by :func:`pmz.reliability.assess`, which
+        ``log_z_se`` cannot be trusted as an asymptotic error bar; set by
+        :func:`pmz.estimators.reliability.assess`, which
         then also raises ``log_z_se`` to what those diagnostics allow.
     reliability_reason : str
         One line saying why the estimate is unreliable ("" when reliable).

@@ -10,9 +10,9 @@ import pytest
 from scipy import integrate, stats
 
 import pmz
-from pmz.auto.diagnostics import pareto_khat, split_rhat
-from pmz.auto.route import AutoRecord, estimate_auto
-from pmz.auto.sampler import sample_posterior
+from pmz.diagnostics import pareto_khat, split_rhat
+from pmz.methods.auto import AutoRecord, estimate_auto
+from pmz.runners.posterior_hmc import sample_posterior
 from pmz.model.pymc import CompiledModel
 from pmz.records import EvidenceEstimate
 from pmz.systems import conjugate, hierarchical

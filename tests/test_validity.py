@@ -20,7 +20,7 @@ from pmz.estimators.bar import bar
 from pmz.progress import progress_bar
 from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 from pmz.registry import METHODS
-from pmz.reliability import assess
+from pmz.estimators.reliability import assess
 from pmz.results import make_result
 
 SEED = 20261124
@@ -52,7 +52,7 @@ def _record(log_w_f, log_w_r, *, steps=1, reverse_start="hmc"):
 
 def _estimate(method, record):
     """A two-way method's estimate of ``record`` as pmz.evidence makes it (registry diagnostics, then assess)."""
-    options = {**METHODS[method].defaults, "reverse_start": "hmc"}
+    options = METHODS[method].options(reverse_start="hmc")
     return assess(METHODS[method].estimate(record, options, np.random.default_rng(0)), record)
 
 

@@ -9,7 +9,7 @@
 
 Optimal schedules (``"varopt"``: constant thermodynamic speed from a pilot's metric; ``"adaptive"``: the pilot's
 conditional-ESS walk) and deceleration are in :mod:`pmz.families.optimal` (the mathematics) and
-:mod:`pmz.schedule_setup` (the pilot that measures the metric).
+:mod:`pmz.methods.schedule` (the pilot that measures the metric).
 """
 
 from __future__ import annotations

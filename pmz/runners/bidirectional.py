@@ -14,7 +14,7 @@ Reverse starts (``reverse_start``):
   sampler, no recompilation. The starts depend on the forward run, so the reverse run can inherit its bias
   where the forward weights are poor (low ESS) or the kernel cannot relax the resampled set (separated modes):
   the record says "resample", and the result warns when the forward ESS is below 10% of the paths;
-* ``"hmc"``: pmz's many-chain HMC on the posterior (:func:`pmz.auto.sampler.sample_posterior`: 32 chains with
+* ``"hmc"``: pmz's many-chain HMC on the posterior (:func:`pmz.runners.posterior_hmc.sample_posterior`: 32 chains with
   cross-chain warm-up, draws thinned by 4), independent of the forward run, through the model's own compiled
   gradient (no second compile);
 * ``"auto"`` (default): the energy model's ``sample_target`` if it has one; ``"hmc"`` for a PyMC model with
@@ -48,7 +48,9 @@ def _is_energy(target) -> bool:
     return not hasattr(target, "layout")
 
 
-def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, rng, progressbar, options):
+def _reverse_starts(
+    reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
+):
     """Start states of the reverse run, a label for the record, and, where they are the user's draws, all of those
     draws with the chain of each (``(X, chain)``, for :func:`check_draws`; None otherwise)."""
     if isinstance(reverse_start, str):
@@ -66,11 +68,11 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
         if reverse_start == "nuts":
             if _is_energy(target):
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
-            X, _, _ = nuts_draws(target, n, rng, tune=options.get("nuts_tune", 1000), progressbar=progressbar)
+            X, _, _ = nuts_draws(target, n, rng, tune=nuts_tune, progressbar=progressbar)
             return X, "nuts", None
         X = resampled_starts(forward, n, rng)
         state = kernel.init_state(family, X)
-        for _ in range(options.get("reverse_burn", 0)):
+        for _ in range(reverse_burn):
             state, _ = kernel.step(rng, state, family, 1.0, params[-1])
         return state.x, "resample", None
     if isinstance(reverse_start, np.ndarray):
@@ -124,14 +126,14 @@ def run_bidirectional(
     keep_final: bool = True,
     progressbar: bool = True,
     tuning: dict | None = None,
-    options: dict | None = None,
+    nuts_tune: int = 1000,
+    reverse_burn: int = 0,
 ) -> BidirectionalRecord:
     """Run ``n_forward`` forward and ``n_reverse`` reverse paths; return both records.
 
-    ``options`` may carry ``nuts_tune`` (tuning steps of the NUTS run) and ``reverse_burn`` (kernel steps at
-    beta = 1 applied to resampled starts).
+    ``nuts_tune``: tuning steps of the NUTS run (``reverse_start="nuts"``); ``reverse_burn``: kernel steps at
+    beta = 1 applied to resampled starts (``reverse_start="resample"``).
     """
-    options = options or {}
     forward_rng, start_rng, reverse_rng = rng.spawn(3)
     common = dict(n_steps_per_temp=n_steps_per_temp, chunk_size=chunk_size, progressbar=progressbar, tuning=tuning)
     keep_forward = keep_final or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
@@ -139,7 +141,8 @@ def run_bidirectional(
         family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward, **common
     )
     starts, label, given = _reverse_starts(
-        reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, options
+        reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, nuts_tune,
+        reverse_burn,
     )
     start_info = {"reverse_start": label}
     if given is not None and not _is_energy(target):  # the user's draws (all of them): like this posterior?

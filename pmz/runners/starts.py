@@ -332,13 +332,13 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
 
 
 def hmc_starts(compiled, n: int, rng: np.random.Generator, *, n_chains: int = 32, thin: int = 4) -> np.ndarray:
-    """``n`` posterior draws from pmz's many-chain HMC (:func:`pmz.auto.sampler.sample_posterior`), every
+    """``n`` posterior draws from pmz's many-chain HMC (:func:`pmz.runners.posterior_hmc.sample_posterior`), every
     ``thin``-th draw of each chain after warm-up, so that the reverse starts are nearly independent.
 
     Draws where the log posterior is not finite (a chain that started where the likelihood is zero and never left
     it) are dropped: fewer reverse starts, every one a posterior draw. An error when fewer than 10% remain.
     """
-    from ..auto.sampler import sample_posterior
+    from .posterior_hmc import sample_posterior
     from ..model.pymc import ModelSpecificationError
 
     per_chain = int(np.ceil(n / n_chains))

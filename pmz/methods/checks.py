@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from .families import PowerPosterior
-from .kernels import Kernel
-from .model.energy import EnergyModel
-from .model.prior_check import normalisation_warning, prior_normalisation
-from .model.pymc import CompiledModel, ModelSpecificationError
-from .records import BidirectionalRecord
-from .runners.starts import mismatch_reason
+from ..families import PowerPosterior
+from ..kernels import Kernel
+from ..model.energy import EnergyModel
+from ..model.prior_check import normalisation_warning, prior_normalisation
+from ..model.pymc import CompiledModel, ModelSpecificationError
+from ..records import BidirectionalRecord
+from ..runners.starts import mismatch_reason
 
 __all__ = ["check_start", "n_start", "prior_normalisation_note", "with_draws_check"]
 
@@ -74,7 +74,7 @@ def check_start(
 def with_draws_check(estimate, record):
     """The check of posterior draws (:func:`pmz.runners.starts.check_draws`, in the reverse record's ``tuning``)
     in the estimate's diagnostics; a draws mismatch makes it unreliable (``unreliable``, read by
-    :func:`pmz.reliability.assess`)."""
+    :func:`pmz.estimators.reliability.assess`)."""
     tuning = getattr(getattr(record, "reverse", None), "tuning", None)
     if not isinstance(record, BidirectionalRecord) or not tuning or "draws_check" not in tuning:
         return estimate
@@ -88,8 +88,8 @@ def with_draws_check(estimate, record):
 def n_start(options) -> int:
     """How many start draws the run makes (paths, particles per run, chains)."""
     for name in ("n_paths", "n_particles", "n_chains"):
-        if options.get(name):
-            return int(options[name])
+        if getattr(options, name, None):
+            return int(getattr(options, name))
     return 0
 
 

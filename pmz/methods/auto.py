@@ -3,7 +3,7 @@
 In order:
 
 1. **Posterior draws.** ``n_chains`` HMC chains moved together with cross-chain warm-up
-   (:mod:`pmz.auto.sampler`), or the user's own ``pm.sample`` result (``posterior=idata``).
+   (:mod:`pmz.runners.posterior_hmc`), or the user's own ``pm.sample`` result (``posterior=idata``).
 2. **Check the chains.** Split R-hat above ``max_rhat`` (chains in different modes or not mixed), divergent
    transitions (more than 1 in 10^4 draws and more than one: the draws miss part of the posterior), or a model
    with discrete free variables, sends the run to the tempered route (step 6).
@@ -38,30 +38,22 @@ import numpy as np
 from ..estimators.bar import bar
 from ..families import GeometricPath
 from ..records import EvidenceEstimate
-from ..reliability import assess
+from ..estimators.reliability import assess
 from ..runners.bidirectional import run_bidirectional
 from ..runners.bridge import fit_reference, run_bridge
 from ..runners.starts import evenly_spaced, posterior_to_flat
 from ..weights import systematic_resample
-from .diagnostics import pareto_khat
+from ..diagnostics import pareto_khat
 from ..model.pymc import ModelSpecificationError
-from .sampler import PosteriorDraws, continue_sampling, dispersed_starts, max_split_rhat, sample_posterior
+from ..runners.posterior_hmc import (
+    PosteriorDraws,
+    continue_sampling,
+    dispersed_starts,
+    max_split_rhat,
+    sample_posterior,
+)
 
-__all__ = ["AUTO_DEFAULTS", "AutoRecord", "run_auto", "estimate_auto", "check_auto_options"]
-
-AUTO_DEFAULTS = {
-    "posterior": None,  # a pm.sample result to use instead of pmz's own chains
-    "n_chains": 32,
-    "n_draws": 125,  # per chain, first pass
-    "n_warmup": 400,
-    "target_se": 0.03,
-    "max_time": None,  # seconds; None: no budget
-    "max_rhat": 1.05,
-    "max_khat": 0.7,
-    "min_overlap": 0.2,
-    "n_bootstrap": 0,  # the two halves' agreement checks the se; a bootstrap (iid) ignores the chains' correlation
-    "fallback": "smc",
-}
+__all__ = ["AutoRecord", "run_auto", "estimate_auto"]
 
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
 _SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
@@ -148,7 +140,7 @@ def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
     est = replace(est, diagnostics={**est.diagnostics, "pareto_khat": khat})
-    return assess(est, record), record  # pmz.reliability: verdict and honest se (bootstrap floor, overlap, ...)
+    return assess(est, record), record  # verdict and honest se (bootstrap floor, overlap, ...)
 
 
 def _bridge_pair(compiled, draws, rng, n_bootstrap, check=False):
@@ -164,10 +156,10 @@ def _bridge_ok(est, options) -> tuple[bool, str]:
     k, overlap = est.diagnostics["pareto_khat"], est.diagnostics["overlap"]
     if not np.isfinite(est.log_z) or not np.isfinite(est.log_z_se):
         return False, "the bridge estimate is not finite"
-    if k > options["max_khat"]:
-        return False, f"Pareto k-hat {k:.2f} > {options['max_khat']} (the Gaussian reference's tails are too light)"
-    if overlap < options["min_overlap"]:
-        return False, f"overlap {overlap:.3f} < {options['min_overlap']} between the reference and the posterior"
+    if k > options.max_khat:
+        return False, f"Pareto k-hat {k:.2f} > {options.max_khat} (the Gaussian reference's tails are too light)"
+    if overlap < options.min_overlap:
+        return False, f"overlap {overlap:.3f} < {options.min_overlap} between the reference and the posterior"
     return True, ""
 
 
@@ -193,8 +185,8 @@ def _draws_wanted(se, n_draws, first_draws, options) -> int:
     """Draws per chain worth having: enough for ``target_se`` (se ~ 1 / sqrt(draws)), and at least as many as the
     warm-up iterations (the draws then cost no more than the warm-up already paid, and the fixed cost of
     compiling and warming up is at most half the time); at most ``_MAX_GROWTH`` times the first pass."""
-    for_target = n_draws * (se / options["target_se"]) ** 2
-    wanted = max(for_target, options["n_warmup"], n_draws)
+    for_target = n_draws * (se / options.target_se) ** 2
+    wanted = max(for_target, options.n_warmup, n_draws)
     return int(np.ceil(min(wanted, _MAX_GROWTH * first_draws)))
 
 
@@ -222,22 +214,14 @@ def _draws_from_posterior(compiled, posterior) -> PosteriorDraws:
 
 def _path_route(compiled, draws, options, rng, progressbar, kernel):
     """Geometric path from a Gaussian fitted to all draws; forward from q, reverse from the posterior draws."""
-    from ..schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
+    from .options import ScheduleOptions
+    from .schedule import setup_schedule
 
     X, _ = draws.flat()
     q = fit_reference(X, "gaussian")
     family = GeometricPath(compiled, q)
     n_paths = 256
-    path_options = {
-        **SCHEDULE_DEFAULTS,
-        "schedule": "adaptive",
-        "n_temps": 64,
-        "cess_target": 0.95,
-        "tune": True,
-        "n_pilot": n_paths,
-        "n_adapt": 4,
-        "n_tune_temps": 20,
-    }
+    path_options = ScheduleOptions(schedule="adaptive", n_temps=64, cess_target=0.95, n_pilot=n_paths, n_tune_temps=20)
     tune_rng, run_rng = rng.spawn(2)
     schedule, params, tuning, _ = setup_schedule(family, kernel, path_options, tune_rng, progressbar)
     # reverse starts alternate between the two chain halves, so that the paths split into two independent runs
@@ -262,19 +246,20 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
     )
     record = replace(record, reverse_start="posterior")
     boot_rng, *half_rngs = rng.spawn(3)
-    full = assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options["n_bootstrap"]), record)
+    full = assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options.n_bootstrap), record)
     halves = {}
     for name, part, r in (("path_a", slice(0, half), half_rngs[0]), ("path_b", slice(half, 2 * half), half_rngs[1])):
         sub_f = replace(record.forward, log_weights=record.forward.log_weights[part], final_x=None)
         sub_r = replace(record.reverse, log_weights=record.reverse.log_weights[part], final_x=None)
-        halves[name] = assess(bar(sub_f, sub_r, rng=r, n_bootstrap=options["n_bootstrap"]))
+        halves[name] = assess(bar(sub_f, sub_r, rng=r, n_bootstrap=options.n_bootstrap))
     return full, halves, record
 
 
 def _tempered_route(family, kernel, options, rng, progressbar, target, reason, clock):
-    from ..smc_methods import SMC_DEFAULTS, estimate_smc_method, run_smc_method
+    from .options import SMCOptions
+    from .smc import estimate_smc_method, run_smc_method
 
-    smc_options = {**SMC_DEFAULTS, "keep_particles": options["keep_particles"], "reference": "prior"}
+    smc_options = SMCOptions(keep_particles=options.keep_particles, reference="prior")
     record = run_smc_method(family, kernel, smc_options, rng, progressbar, target, method="smc")
     est = estimate_smc_method("smc")(record, smc_options, rng)
     est = assess(_density_evidence(est, family, target, rng.spawn(1)[0]), record)
@@ -294,7 +279,7 @@ def _density_evidence(est, family, target, rng):
     integrate the model's density as PyMC writes it. Where that prior density does not integrate to one (ordered
     transforms: 1/K!; LKJCholeskyCov on PyMC 5), add its measured log mass (:mod:`pmz.model.prior_check`) so that
     every route answers the same question: ``log Z_density = log Z_prior_draws + sum_v log c_v``."""
-    from ..checks import prior_normalisation_note
+    from .checks import prior_normalisation_note
 
     masses, _ = prior_normalisation_note(family, target, rng, "auto")
     if not masses:
@@ -319,7 +304,7 @@ def _equally_weighted_runs(record, rng):
 
 
 def _finite_starts(compiled, rng, n):
-    """Dispersed starting points (:func:`pmz.auto.sampler.dispersed_starts`); a clear error naming the
+    """Dispersed starting points (:func:`pmz.runners.posterior_hmc.dispersed_starts`); a clear error naming the
     non-finite terms when the log density is not finite at any of them."""
     X, value = dispersed_starts(compiled, rng, n)
     if not np.isfinite(value).any():
@@ -333,29 +318,11 @@ def _finite_starts(compiled, rng, n):
     return X
 
 
-def check_auto_options(options):
-    """Errors for auto's own options, named as the user wrote them."""
-    for name in ("target_se", "max_rhat", "max_khat", "min_overlap"):
-        value = options[name]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(f"pmz: {name} must be a positive number, got {value!r}")
-    max_time = options["max_time"]
-    if max_time is not None and (isinstance(max_time, bool) or not isinstance(max_time, int | float) or max_time <= 0):
-        raise ValueError(f"pmz: max_time must be a positive number of seconds or None, got {max_time!r}")
-    if options["n_chains"] < 4:
-        raise ValueError(
-            f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {options['n_chains']}"
-        )
-    if options["fallback"] != "smc":
-        raise ValueError(f"pmz: fallback must be 'smc', got {options['fallback']!r}")
-
-
 def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     """Run the auto route on a compiled PyMC model (see the module docstring)."""
     from ..progress import progress_bar
 
-    check_auto_options(options)
-    clock = _Clock(options["max_time"])
+    clock = _Clock(options.max_time)
     sample_rng, bridge_rng, more_rng, path_rng, smc_rng = rng.spawn(5)
     if target.layout.discrete_mask.any():
         names = [b.rv_name for b in target.layout.blocks if b.discrete]
@@ -369,45 +336,45 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
             bar_.n = int(100 * min(fraction, 1.0))
             bar_.refresh()
 
-        if options["posterior"] is not None:
-            draws = _draws_from_posterior(target, options["posterior"])
+        if options.posterior is not None:
+            draws = _draws_from_posterior(target, options.posterior)
         else:
             start_rng, sample_rng = sample_rng.spawn(2)
             draws = sample_posterior(
                 target,
                 sample_rng,
-                starts=_finite_starts(target, start_rng, options["n_chains"]),
-                n_chains=options["n_chains"],
-                n_draws=options["n_draws"],
-                n_warmup=options["n_warmup"],
+                starts=_finite_starts(target, start_rng, options.n_chains),
+                n_chains=options.n_chains,
+                n_draws=options.n_draws,
+                n_warmup=options.n_warmup,
                 progress=progress,
                 deadline=clock.deadline,
             )
         clock.mark("posterior draws")
-        if not draws.rhat <= options["max_rhat"] and options["posterior"] is None and clock.left() > draws.seconds:
+        if not draws.rhat <= options.max_rhat and options.posterior is None and clock.left() > draws.seconds:
             # not mixed yet (or separate modes): a second warm-up from where the chains are, twice the draws
             first_rhat = draws.rhat
             draws = sample_posterior(
                 target,
                 sample_rng,
                 starts=draws.x[:, -1],
-                n_chains=options["n_chains"],
-                n_draws=2 * options["n_draws"],
-                n_warmup=options["n_warmup"],
+                n_chains=options.n_chains,
+                n_draws=2 * options.n_draws,
+                n_warmup=options.n_warmup,
                 progress=progress,
                 deadline=clock.deadline,
             )
             clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
-        if options["max_rhat"] < draws.rhat <= _SLOW_MIXING_RHAT and options["posterior"] is None:
+        if options.max_rhat < draws.rhat <= _SLOW_MIXING_RHAT and options.posterior is None:
             # mixing slowly rather than in separate modes: longer chains (the tempered route is no cure for this)
             draws = continue_sampling(target, draws, sample_rng, 3 * draws.n_draws, deadline=clock.deadline)
             clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
     unreliable = ""
-    if not draws.rhat <= options["max_rhat"] and clock.left() <= 0:
+    if not draws.rhat <= options.max_rhat and clock.left() <= 0:
         unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
-    elif not draws.rhat <= options["max_rhat"] or (_divergent(draws) and options["posterior"] is None):
-        if not draws.rhat <= options["max_rhat"]:
-            reason = f"the chains disagree (split R-hat {draws.rhat:.3g} > {options['max_rhat']})"
+    elif not draws.rhat <= options.max_rhat or (_divergent(draws) and options.posterior is None):
+        if not draws.rhat <= options.max_rhat:
+            reason = f"the chains disagree (split R-hat {draws.rhat:.3g} > {options.max_rhat})"
         else:
             reason = (
                 f"{draws.divergences} divergent transitions in {draws.n_chains * draws.n_draws} posterior draws "
@@ -418,8 +385,8 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         record.timeline = clock.timeline
         return record
 
-    user_draws = options["posterior"] is not None
-    estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"], check=user_draws)
+    user_draws = options.posterior is not None
+    estimates, records = _bridge_pair(target, draws, bridge_rng, options.n_bootstrap, check=user_draws)
     clock.mark("bridge")
     mismatch = [r.reverse.tuning.get("posterior_mismatch") for r in records.values()] if user_draws else []
     if any(mismatch) and not unreliable:
@@ -428,7 +395,7 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     first_draws = draws.n_draws
     while (
         all(_bridge_ok(e, options)[0] for e in estimates.values())
-        and options["posterior"] is None
+        and options.posterior is None
         and clock.left() > draws.seconds * first_draws / draws.n_draws  # time for one more first pass
     ):
         wanted = _draws_wanted(_pair_se(estimates.values()), draws.n_draws, first_draws, options)
@@ -437,10 +404,10 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         draws = continue_sampling(
             target, draws, more_rng, wanted - draws.n_draws, deadline=clock.deadline, min_draws=1
         )
-        estimates, records = _bridge_pair(target, draws, bridge_rng, options["n_bootstrap"])
+        estimates, records = _bridge_pair(target, draws, bridge_rng, options.n_bootstrap)
         clock.mark(f"more draws ({draws.n_draws} per chain) and bridge")
 
-    if _divergent(draws) and options["posterior"] is None and not unreliable:
+    if _divergent(draws) and options.posterior is None and not unreliable:
         unreliable = f"{draws.divergences} divergent transitions in the posterior draws (they may miss a region)"
     verdicts = [_bridge_ok(e, options) for e in estimates.values()]
     if all(ok for ok, _ in verdicts):
@@ -466,7 +433,7 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
 
 def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     """The route's estimate with both estimates, the route and its reason in the diagnostics."""
-    ests = record.estimates  # each already carries its own verdict and honest se (pmz.reliability)
+    ests = record.estimates  # each already carries its own verdict and honest se (pmz.estimators.reliability)
     if record.route == "bridge":
         a, b = ests["bridge_a"], ests["bridge_b"]
         log_z = 0.5 * (a.log_z + b.log_z)
@@ -522,7 +489,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         )
     for est in ests.values():
         warnings += [w for w in est.warnings if w not in warnings]
-    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.reliability
+    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.estimators.reliability
         diagnostics = {**first.diagnostics, **diagnostics}
     return EvidenceEstimate(
         log_z=float(log_z),

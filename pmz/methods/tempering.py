@@ -19,46 +19,19 @@ from dataclasses import replace
 import numpy as np
 
 
-from .estimators.mbar import mbar_tempering
-from .estimators.rts import rts, rts_combine, ts
-from .estimators.ti import TI_RULES, ti, ti_rb
-from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
-from .runners.levels import LEVEL_MOVES
-from .runners.tempering import adapt_log_zhat, run_tempering
-from .runners.wang_landau import WL_UPDATES, run_wang_landau
+from ..estimators.mbar import mbar_tempering
+from ..estimators.rts import rts, rts_combine, ts
+from ..estimators.ti import TI_RULES, ti, ti_rb
+from .schedule import setup_schedule
+from ..runners.tempering import adapt_log_zhat, run_tempering
+from ..runners.wang_landau import run_wang_landau
 
 __all__ = [
-    "TEMPERING_DEFAULTS",
     "TEMPERING_DESCRIPTIONS",
     "TEMPERING_ESTIMATORS",
     "run_tempering_method",
     "tempering_estimator",
 ]
-
-TEMPERING_DEFAULTS = {
-    "n_temps": 50,  # K + 1 = 51 levels
-    "schedule": "power",
-    "n_chains": 100,
-    "n_sweeps": 1000,
-    "n_steps_per_sweep": 1,
-    "n_initial": 10,
-    "initial_sweeps": 50,
-    "init": "pilot",  # "pilot", "ones" (Zhat_k = 1), "wang_landau", or an array of log Zhat_k guesses
-    "level_move": "gibbs",
-    "n_batches": 1000,  # the run's sums are kept per batch of consecutive sweeps (error bars)
-    "combine_stages": False,
-    "store_draws": False,
-    "ti_rule": "trapezoid",
-    "tune": True,
-    "n_pilot": 256,
-    "n_adapt": 4,
-    "n_tune_temps": 40,
-    "wl_sweeps": 1000,
-    "wl_gamma0": 1.0,
-    "wl_flatness": 0.2,
-    "wl_update": "rb",
-    **SCHEDULE_DEFAULTS,
-}
 
 TEMPERING_DESCRIPTIONS = {
     "rts": "Rao-Blackwellised tempered sampling: log Z_k from the level marginals (Carlson et al. 2016)",
@@ -68,18 +41,6 @@ TEMPERING_DESCRIPTIONS = {
     "mbar": "MBAR on the stored simulated-tempering draws (Shirts & Chodera 2008)",
     "wang_landau": "Wang-Landau adaptive tempering as the initialiser, RTS on the frozen weights (Salakhutdinov 2010)",
 }
-
-
-def _check(options):
-    if options["level_move"] not in LEVEL_MOVES:
-        raise ValueError(f"pmz: level_move must be one of {LEVEL_MOVES}, got {options['level_move']!r}")
-    if options["ti_rule"] not in TI_RULES:
-        raise ValueError(f"pmz: ti_rule must be one of {TI_RULES}, got {options['ti_rule']!r}")
-    if options["wl_update"] not in WL_UPDATES:
-        raise ValueError(f"pmz: wl_update must be one of {WL_UPDATES}, got {options['wl_update']!r}")
-    init = options["init"]
-    if isinstance(init, str) and init not in ("pilot", "ones", "wang_landau"):
-        raise ValueError(f"pmz: init must be 'pilot', 'ones', 'wang_landau' or an array, got {init!r}")
 
 
 def _initial_guess(init, tuned, betas):
@@ -94,8 +55,7 @@ def _initial_guess(init, tuned, betas):
 
 def run_tempering_method(family, kernel, options, rng, progressbar, target, *, method):
     """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
-    _check(options)
-    init = "wang_landau" if method == "wang_landau" else options["init"]
+    init = "wang_landau" if method == "wang_landau" else options.init
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
     pilot_guess = isinstance(init, str) and init == "pilot"
@@ -104,7 +64,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     )
     log_zhat = _initial_guess(init, tuned, betas)
     common = dict(
-        n_chains=options["n_chains"], level_move=options["level_move"], n_steps_per_sweep=options["n_steps_per_sweep"]
+        n_chains=options.n_chains, level_move=options.level_move, n_steps_per_sweep=options.n_steps_per_sweep
     )
     x, wang_landau = None, {}
     if isinstance(init, str) and init == "wang_landau":
@@ -114,17 +74,17 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
             betas,
             params,
             rng=wl_rng,
-            n_sweeps=options["wl_sweeps"],
+            n_sweeps=options.wl_sweeps,
             log_g=log_zhat,
-            gamma0=options["wl_gamma0"],
-            flatness=options["wl_flatness"],
-            update=options["wl_update"],
+            gamma0=options.wl_gamma0,
+            flatness=options.wl_flatness,
+            update=options.wl_update,
             progressbar=progressbar,
             **common,
         )
         wang_landau = {**wang_landau, "log_g": log_zhat.copy()}
     stages, converged, levels = [], None, None
-    if options["n_initial"] > 0:
+    if options.n_initial > 0:
         log_zhat, x, levels, stages, converged = adapt_log_zhat(
             family,
             kernel,
@@ -132,8 +92,8 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
             params,
             log_zhat=log_zhat,
             rng=init_rng,
-            n_sweeps=options["initial_sweeps"],
-            max_iterations=options["n_initial"],
+            n_sweeps=options.initial_sweeps,
+            max_iterations=options.n_initial,
             start_x=x,
             progressbar=progressbar,
             **common,
@@ -145,11 +105,11 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
         params,
         log_zhat=log_zhat,
         rng=run_rng,
-        n_sweeps=options["n_sweeps"],
+        n_sweeps=options.n_sweeps,
         start_x=x,
         start_levels=levels,
-        n_batches=options["n_batches"],
-        store_draws=options["store_draws"] or method == "mbar",
+        n_batches=options.n_batches,
+        store_draws=options.store_draws or method == "mbar",
         progressbar=progressbar,
         desc=method,
         **common,
@@ -175,7 +135,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
 def _rts(trace, options):
     """RTS on the long run; with ``combine_stages`` also on the initial iterations after the first (RTS Appendix
     A). The first iteration starts from f0 with poor guesses: it is burn-in and is not combined."""
-    if options["combine_stages"] and trace.stage_q is not None:
+    if options.combine_stages and trace.stage_q is not None:
         stages = (trace.stage_q[1:], trace.stage_n[1:], trace.stage_log_zhat[1:])
         return rts_combine([trace], stages=stages)
     return rts(trace)
@@ -196,8 +156,8 @@ def _with_others(estimate, trace, options):
         extra[f"log_z_{name}"] = other.log_z
         extra[f"log_z_se_{name}"] = other.log_z_se
     for name in ("ti", "ti_rb"):
-        extra[f"log_z_{name}"] = extra[f"log_z_{name}_{options['ti_rule']}"]
-        extra[f"log_z_se_{name}"] = extra[f"log_z_se_{name}_{options['ti_rule']}"]
+        extra[f"log_z_{name}"] = extra[f"log_z_{name}_{options.ti_rule}"]
+        extra[f"log_z_se_{name}"] = extra[f"log_z_se_{name}_{options.ti_rule}"]
     if trace.wang_landau:
         extra["log_z_wang_landau"] = float(trace.wang_landau["log_g"][-1] + trace.log_z0)
         extra["wang_landau_note"] = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
@@ -209,8 +169,8 @@ def _with_others(estimate, trace, options):
 TEMPERING_ESTIMATORS = {
     "rts": _rts,
     "ts": lambda trace, o: ts(trace),
-    "ti": lambda trace, o: ti(trace, o["ti_rule"]),
-    "ti_rb": lambda trace, o: ti_rb(trace, o["ti_rule"]),
+    "ti": lambda trace, o: ti(trace, o.ti_rule),
+    "ti_rb": lambda trace, o: ti_rb(trace, o.ti_rule),
     "mbar": lambda trace, o: mbar_tempering(trace),
     "wang_landau": lambda trace, o: replace(_rts(trace, o), method="wang_landau"),
 }

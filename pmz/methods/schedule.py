@@ -27,36 +27,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .families.optimal import (
+from ..families.optimal import (
     constant_speed_schedule,
     decelerate,
     predicted_log_weight_variance,
     thermodynamic_length,
     thermodynamic_metric,
 )
-from .families.schedules import SCHEDULES, make_schedule, validate_schedule
-from .kernels.tuning import adaptive_pilot, run_pilot
+from ..families.schedules import make_schedule, validate_schedule
+from ..kernels.tuning import adaptive_pilot, run_pilot
 
-__all__ = ["SCHEDULE_DEFAULTS", "setup_schedule", "OPTIMAL_RULES"]
+__all__ = ["setup_schedule"]
 
-OPTIMAL_RULES = ("varopt", "adaptive")
-
-SCHEDULE_DEFAULTS = {
-    "delta_max": None,  # cap on every increment of the schedule (deceleration)
-    "cess_target": 0.99,  # schedule="adaptive": conditional ESS fraction per pilot step
-    "varopt_pilot": "power",  # schedule="varopt": the reference schedule the pilot walks
-    "varopt_pilot_temps": 100,
-}
-
-
-def _check(options):
-    delta_max = options.get("delta_max")
-    if delta_max is not None and not (isinstance(delta_max, float | int) and 0 < delta_max <= 1):
-        raise ValueError(f"pmz: delta_max must be a number in (0, 1] or None, got {delta_max!r}")
-    cess = options.get("cess_target", 0.99)
-    if isinstance(cess, bool) or not isinstance(cess, float | int) or not 0 < cess < 1:
-        raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess!r}")
-
+from .options import OPTIMAL_RULES
 
 def _pilot_metric(walk):
     """The pilot's metric on a grid, or None when ``Var_b[U]`` is zero wherever the pilot measured it (``U``
@@ -87,25 +70,19 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     """The production schedule, frozen kernel parameters, a description, and the pilot's result (or None).
 
     ``need_pilot``: run the pilot even when the kernel has nothing to tune (simulated tempering uses its log Z
-    curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options["n_pilot"]``).
+    curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options.n_pilot``).
     """
-    _check(options)
     evals0, grads0 = family.n_logp_evals, family.n_grad_evals
-    rule, n_temps = options["schedule"], options["n_temps"]
-    if isinstance(rule, str) and rule not in SCHEDULES and rule not in OPTIMAL_RULES:
-        choices = sorted(SCHEDULES) + list(OPTIMAL_RULES)
-        raise ValueError(f"pmz: unknown schedule {rule!r}; choose one of {choices} or pass an array")
+    rule, n_temps = options.schedule, options.n_temps
     trivial = bool(getattr(family, "trivial_path", False))
     if trivial:  # U = 0 (no likelihood): f1 = f0, nothing to anneal; one step from b = 0 to 1 is exact
-        if not isinstance(rule, str):
-            validate_schedule(rule)  # a bad array is still an error
         rule, n_temps = "linear", 1
-    n_pilot = int(n_pilot or options["n_pilot"])
-    tune = options["tune"] and kernel.tunable
-    n_adapt = options["n_adapt"] if kernel.tunable else 1
+    n_pilot = int(n_pilot or options.n_pilot)
+    tune = options.tune and kernel.tunable
+    n_adapt = options.n_adapt if kernel.tunable else 1
     tuned, tuning = None, {"n_pilot": 0}
     if isinstance(rule, str) and rule == "varopt":
-        pilot_schedule = make_schedule(options["varopt_pilot"], options["varopt_pilot_temps"])
+        pilot_schedule = make_schedule(options.varopt_pilot, options.varopt_pilot_temps)
         tuned, tuning = run_pilot(
             family,
             kernel,
@@ -113,12 +90,12 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
             rng,
             n_pilot=n_pilot,
             n_adapt=n_adapt,
-            n_tune_temps=options["varopt_pilot_temps"],
+            n_tune_temps=options.varopt_pilot_temps,
             progressbar=progressbar,
         )
         metric = _pilot_metric(tuned.walk)
         if metric is None:  # a zero metric: no schedule is better than the pilot's own rule
-            schedule = make_schedule(options["varopt_pilot"], n_temps)
+            schedule = make_schedule(options.varopt_pilot, n_temps)
         else:
             schedule = constant_speed_schedule(*metric, n_temps)
     elif isinstance(rule, str) and rule == "adaptive":
@@ -126,7 +103,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
             family,
             kernel,
             rng,
-            cess_target=options["cess_target"],
+            cess_target=options.cess_target,
             n_pilot=n_pilot,
             n_adapt=n_adapt,
             progressbar=progressbar,
@@ -145,16 +122,16 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
                 rng,
                 n_pilot=n_pilot,
                 n_adapt=n_adapt,
-                n_tune_temps=options["n_tune_temps"],
+                n_tune_temps=options.n_tune_temps,
                 progressbar=progressbar,
             )
-    if options.get("delta_max") is not None and not trivial:
-        schedule = decelerate(schedule, options["delta_max"])
+    if options.delta_max is not None and not trivial:
+        schedule = decelerate(schedule, options.delta_max)
     if tuned is None:
         params = [kernel.default_params(family.dim)] * schedule.size
     elif tune:
         same = tuned.params and len(tuned.params) == schedule.size and rule not in OPTIMAL_RULES
-        params = tuned.params if same and options.get("delta_max") is None else tuned.params_for(schedule)
+        params = tuned.params if same and options.delta_max is None else tuned.params_for(schedule)
     else:
         params = [kernel.default_params(family.dim)] * schedule.size
     tuning = {**tuning, "schedule_rule": rule if isinstance(rule, str) else "array"}

@@ -123,8 +123,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .estimators.bar import range_fractions
-from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
+from .bar import range_fractions
+from ..records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 
 __all__ = ["assess", "RULES"]
 

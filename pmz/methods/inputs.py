@@ -17,7 +17,7 @@ from numbers import Integral
 import numpy as np
 import pymc as pm
 
-from .sequences.base import SMCSequence
+from ..sequences.base import SMCSequence
 
 __all__ = ["pymc_model", "seeded_streams", "seed_label", "SEED_KINDS"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnostics import split_rhat
+from ..diagnostics import split_rhat
 
 __all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
 

@@ -1,0 +1,160 @@
+"""Annealing methods: forward AIS (``"ais"``, Jarzynski) and the two-way methods (``"bar"``, ``"raise"``,
+``"cumulant"``, ``"bounds"``, ``"histogram"``), which anneal both ways along one schedule and differ in the
+estimator applied to the forward and reverse work (Habeck 2017; Hummer 2001; Neal 2001).
+
+The schedule and the frozen kernel parameters come from :func:`pmz.methods.schedule.setup_schedule` (a pilot on its
+own random stream); the runners record the work (:mod:`pmz.runners.ais`, :mod:`pmz.runners.bidirectional`);
+every two-way result also carries the bounds, both Jarzynski values, BAR's overlap and where the reverse paths
+started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..estimators.bar import bar
+from ..estimators.bounds import stochastic_bounds
+from ..estimators.cumulant import cumulant
+from ..estimators.histogram import histogram_posterior
+from ..estimators.jarzynski import jarzynski
+from ..estimators.raise_ import raise_estimate
+from ..estimators.reliability import reverse_start_phrase
+from ..runners.ais import run_ais
+from ..runners.bidirectional import run_bidirectional
+from ..weights import ess
+from .schedule import setup_schedule
+
+__all__ = ["run_forward_ais", "estimate_jarzynski", "run_two_way", "two_way_estimator", "TWO_WAY_DESCRIPTIONS"]
+
+
+def _annealing_setup(family, kernel, options, rng, progressbar):
+    """Schedule, frozen kernel parameters (pilot on its own stream), their description, and the run's stream."""
+    tune_rng, run_rng = rng.spawn(2)
+    schedule, params, tuning, _ = setup_schedule(
+        family, kernel, options, tune_rng, progressbar, n_pilot=min(options.n_pilot, options.n_paths)
+    )
+    return schedule, params, tuning, run_rng
+
+
+def run_forward_ais(family, kernel, options, rng, progressbar, target=None):
+    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    return run_ais(
+        family,
+        kernel,
+        schedule,
+        params,
+        n_paths=options.n_paths,
+        n_steps_per_temp=options.n_steps_per_temp,
+        rng=run_rng,
+        chunk_size=options.chunk_size,
+        keep_final=options.keep_particles,
+        progressbar=progressbar,
+        tuning=tuning,
+    )
+
+
+def _with_schedule_diagnostics(estimate, forward):
+    """The observed variance of the forward log weights next to the pilot's perfect-transition prediction
+    (VAROPT: ``K Var[log w] -> J``; real kernels that do not equilibrate do worse than predicted)."""
+    extra = {"var_log_w": float(np.var(forward.log_weights[np.isfinite(forward.log_weights)]))}
+    if "predicted_var_log_w" in forward.tuning:
+        extra["var_log_w_predicted"] = float(forward.tuning["predicted_var_log_w"])
+    return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
+
+
+def estimate_jarzynski(record, options, rng):
+    return _with_schedule_diagnostics(jarzynski(record, rng=rng, n_bootstrap=options.n_bootstrap), record)
+
+
+def run_two_way(family, kernel, options, rng, progressbar, target):
+    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    return run_bidirectional(
+        family,
+        kernel,
+        schedule,
+        params,
+        target=target,
+        n_forward=options.n_paths,
+        n_reverse=options.n_reverse or options.n_paths,
+        reverse_start=options.reverse_start,
+        rng=run_rng,
+        n_steps_per_temp=options.n_steps_per_temp,
+        chunk_size=options.chunk_size,
+        keep_final=options.keep_particles,
+        progressbar=progressbar,
+        tuning=tuning,
+        nuts_tune=options.nuts_tune,
+        reverse_burn=options.reverse_burn,
+    )
+
+
+def _two_way_diagnostics(estimate, record, options):
+    """Every two-way result carries the bounds, both Jarzynski values, BAR's overlap and where reverse started."""
+    if estimate.method == "bar":  # BAR's own estimate already holds them
+        ref = estimate
+    else:
+        ref = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse)
+    keys = ("lower", "upper", "gap", "jarzynski_forward", "jarzynski_reverse", "overlap", "se_bennett")
+    extra = {k: ref.diagnostics[k] for k in keys if k in ref.diagnostics}
+    extra = {("bar_se" if k == "se_bennett" else k): v for k, v in extra.items()}
+    if estimate.method != "bar":
+        extra["bar_log_z"] = ref.log_z
+    extra["reverse_start"] = record.reverse_start
+    user_start = getattr(options, "reverse_start", None)  # bridge's options have none
+    extra["reverse_start_option"] = user_start if isinstance(user_start, str) else f"<{type(user_start).__name__}>"
+    if record.reverse_start == "resample":
+        extra["reverse_burn"] = int(getattr(options, "reverse_burn", 0))
+    warnings = list(estimate.warnings)
+    if estimate.method != "bar":
+        warnings += [w for w in ref.warnings if w not in warnings]
+    ess_fraction = _ess_fraction(record.forward.log_weights)
+    extra["forward_ess_fraction"] = ess_fraction
+    if record.reverse_start == "resample" and (ess_fraction < 0.1 or getattr(options, "reverse_burn", 0) == 0):
+        why = f"the forward ESS is {100 * ess_fraction:.1f}% of the paths" if ess_fraction < 0.1 else "reverse_burn=0"
+        chosen = reverse_start_phrase(extra["reverse_start_option"])
+        warnings.append(
+            f"pmz: the reverse paths started at resampled forward end states ({chosen}) while {why}: they inherit "
+            "the forward run's bias, and the upper bound and RAISE are not guaranteed. "
+            + ("Add temperatures (n_temps)" if ess_fraction < 0.1 else "Set reverse_burn > 0")
+            + " or pass draws of the target (reverse_start=idata or an array of states)."
+        )
+    estimate = _with_schedule_diagnostics(estimate, record.forward)
+    return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)
+
+
+def _ess_fraction(log_w) -> float:
+    return float(ess(log_w) / max(len(log_w), 1))
+
+
+def two_way_estimator(name):
+    """``estimate(record, options, rng)`` for the two-way method ``name``, with the two-way diagnostics."""
+    estimator = _TWO_WAY_ESTIMATORS[name]
+
+    def estimate(record, options, rng):
+        return _two_way_diagnostics(estimator(record, options, rng), record, options)
+
+    return estimate
+
+
+_TWO_WAY_ESTIMATORS = {
+    "bar": lambda rec, o, rng: bar(
+        rec.forward, rec.reverse, rng=rng, n_bootstrap=o.n_bootstrap, n_eff_r=rec.n_eff_reverse
+    ),
+    "raise": lambda rec, o, rng: raise_estimate(
+        rec.reverse, rng=rng, n_bootstrap=o.n_bootstrap, forward_record=rec.forward
+    ),
+    "cumulant": lambda rec, o, rng: cumulant(rec.forward, rec.reverse, rng=rng, n_bootstrap=o.n_bootstrap),
+    "bounds": lambda rec, o, rng: stochastic_bounds(rec.forward, rec.reverse),
+    "histogram": lambda rec, o, rng: histogram_posterior(rec.forward, rec.reverse, n_draws=o.n_gibbs_draws, rng=rng),
+}
+
+
+TWO_WAY_DESCRIPTIONS = {
+    "bar": "Bennett acceptance ratio from forward and reverse annealing (Habeck 2017)",
+    "raise": "reverse annealed importance sampling (RAISE) from posterior draws",
+    "cumulant": "combined second-order cumulant estimator from forward and reverse work (Hummer 2001)",
+    "bounds": "stochastic lower and upper bounds from forward and reverse work; midpoint and half-gap",
+    "histogram": "histogram (WHAM) estimator with a Gibbs-sampled posterior over log Z (Habeck 2017 sec. 5.3)",
+}

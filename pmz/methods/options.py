@@ -1,0 +1,483 @@
+"""Option sets: one frozen dataclass per family of methods, each option documented and validated once.
+
+``pmz.evidence(model, method=..., **options)`` builds the method's option set from the keywords
+(:func:`build_options`); a ready option set may be passed as ``options=`` instead, with keywords overriding
+its fields. Every field is declared with :func:`option`: its default, one line of documentation (from which
+the table in ``pmz.evidence``'s docstring and in docs/options.md is generated, :func:`options_table`) and
+its check, run in ``__post_init__``. A family that changes a default re-declares the field with
+:func:`override`, which keeps the documentation and the check.
+
+Families (a subclass accepts its parent's options):
+
+* :class:`CommonOptions`: compilation, reference, kernel and result options, accepted by every method;
+* :class:`ScheduleOptions`: the schedule and the pilot that tunes the kernels (annealing and tempering);
+* :class:`AnnealingOptions` (``"ais"``), :class:`TwoWayOptions` (``"bar"``, ``"raise"``, ``"cumulant"``,
+  ``"bounds"``), :class:`HistogramOptions` (``"histogram"``);
+* :class:`BridgeOptions` (``"bridge"``);
+* :class:`TemperingOptions` (``"rts"``, ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``, ``"wang_landau"``);
+* :class:`SMCOptions` (``"smc"``), :class:`ARMOptions` (``"arm"``);
+* :class:`AutoOptions` (``"auto"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from numbers import Integral, Real
+
+from ..estimators.ti import TI_RULES
+from ..families.schedules import SCHEDULES, validate_schedule
+from ..kernels import KERNELS
+from ..runners.bidirectional import REVERSE_STARTS
+from ..runners.levels import LEVEL_MOVES
+from ..runners.resampling import RESAMPLING_SCHEMES
+from ..runners.wang_landau import WL_UPDATES
+from ..threads import DEFAULT_BLAS_THREADS, check_blas_threads
+
+__all__ = [
+    "option",
+    "override",
+    "option_values",
+    "options_table",
+    "CommonOptions",
+    "ScheduleOptions",
+    "AnnealingOptions",
+    "TwoWayOptions",
+    "HistogramOptions",
+    "BridgeOptions",
+    "TemperingOptions",
+    "SMCOptions",
+    "ARMOptions",
+    "AutoOptions",
+    "RENAMED",
+]
+
+
+# --------------------------------------------------------------------------
+# checks: each returns the value (possibly normalised) or raises with a message naming the option
+# --------------------------------------------------------------------------
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def positive_int(name, value):
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"pmz: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def non_negative_int(name, value):
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"pmz: {name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def at_least_two(why):
+    def check(name, value):
+        value = positive_int(name, value)
+        if value < 2:
+            raise ValueError(f"pmz: {name} must be at least 2{why}, got {value}")
+        return value
+
+    return check
+
+
+def optional_int(low):
+    def check(name, value):
+        if value is not None and (not _is_int(value) or value < low):
+            kind = "a positive integer" if low == 1 else f"an integer >= {low}"
+            raise ValueError(f"pmz: {name} must be {kind} or None, got {value!r}")
+        return value if value is None else int(value)
+
+    return check
+
+
+def fraction(closed_right: bool):
+    """A number in (0, 1] (``closed_right``) or (0, 1)."""
+
+    def check(name, value):
+        inside = _is_number(value) and 0 < value and (value <= 1 if closed_right else value < 1)
+        if not inside:
+            interval = "a number in (0, 1]" if closed_right else "a number in (0, 1)"
+            raise ValueError(f"pmz: {name} must be {interval}, got {value!r}")
+        return value
+
+    return check
+
+
+def positive_number(name, value):
+    if not _is_number(value) or not value > 0:
+        raise ValueError(f"pmz: {name} must be a positive number, got {value!r}")
+    return value
+
+
+def optional(check):
+    def checked(name, value):
+        return value if value is None else check(name, value)
+
+    return checked
+
+
+def one_of(*choices, other=None, message=None):
+    """One of the strings ``choices``; anything that is not a string is passed to ``other`` (None: allowed).
+    ``message``: the error for an unknown string, formatted with ``name`` and ``value``."""
+
+    def check(name, value):
+        if isinstance(value, str):
+            if value not in choices:
+                if message is not None:
+                    raise ValueError(message.format(name=name, value=value))
+                extra = f" or {other.__doc__}" if other is not None and other.__doc__ else ""
+                raise ValueError(f"pmz: {name} must be one of {list(choices)}{extra}, got {value!r}")
+            return value
+        return value if other is None else other(name, value)
+
+    return check
+
+
+def boolean(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"pmz: {name} must be True or False, got {value!r}")
+    return value
+
+
+def anything(name, value):
+    return value
+
+
+# --------------------------------------------------------------------------
+# declaring options
+# --------------------------------------------------------------------------
+
+
+def option(default, doc: str, check=anything):
+    """A documented, checked option field (keyword-only, with ``default``)."""
+    return field(default=default, metadata={"doc": doc, "check": check})
+
+
+def override(cls, name: str, default, doc: str | None = None):
+    """Re-declare ``cls``'s option ``name`` with a new default (same check; same doc unless given)."""
+    base = cls.__dataclass_fields__[name]
+    return option(default, doc or base.metadata["doc"], base.metadata["check"])
+
+
+class _Checked:
+    """Runs every field's check once, on construction (``__post_init__``), and stores the normalised value."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = f.metadata["check"](f.name, getattr(self, f.name))
+            object.__setattr__(self, f.name, value)
+        self._check_together()
+
+    def _check_together(self):
+        """Checks that involve several fields (none by default)."""
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def option_values(options) -> dict:
+    """``{name: value}`` of an option set, values as they are (not deep-copied like ``dataclasses.asdict``)."""
+    return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def options_table(cls, *, exclude: type | None = None, width: int = 112, indent: str = "") -> str:
+    """One bullet per option of ``cls``: ``name`` (default): doc, wrapped to ``width``. Options of ``exclude`` (a
+    parent set) are left out unless ``cls`` changes their default."""
+    import textwrap
+
+    inherited = {} if exclude is None else {f.name: f.default for f in fields(exclude)}
+    lines = []
+    for f in fields(cls):
+        if f.name in inherited and inherited[f.name] == f.default:
+            continue
+        text = f"- ``{f.name}`` ({f.default!r}): {f.metadata['doc']}"
+        lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+    return "\n".join(lines)
+
+
+# Options that an earlier version spelled differently: the old name gives an error naming the new one.
+RENAMED: dict[str, str] = {}
+
+
+# --------------------------------------------------------------------------
+# the option sets
+# --------------------------------------------------------------------------
+
+
+def _reference(name, value):
+    """a reference object (with .sample, .log_density, .grad_log_density and .dim)"""
+    for member in ("sample", "log_density", "grad_log_density", "dim"):
+        if not hasattr(value, member):
+            raise TypeError(f"pmz: a reference object needs .{member} (see pmz.model.GaussianReference)")
+    return value
+
+
+def _kernel(name, value):
+    """a pmz Kernel"""
+    from ..kernels import Kernel
+
+    if not isinstance(value, Kernel):
+        raise ValueError(f"pmz: kernel must be a name or a pmz Kernel, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommonOptions(_Checked):
+    """Options every method accepts: compilation, reference, kernel and what the result keeps."""
+
+    reference: object = option(
+        "prior",
+        "'prior' (anneal from the prior: the power posterior prior x likelihood^beta), 'laplace' (a geometric path "
+        "from a Gaussian fitted at the mode) or a reference object",
+        one_of("prior", "laplace", other=_reference,
+               message="pmz: unknown reference {value!r}; use 'prior', 'laplace' or a reference object"),
+    )
+    potentials: str = option(  # checked where the model is compiled (pmz.model.pymc)
+        "likelihood", "'likelihood' tempers pm.Potential terms with the likelihood; 'prior' keeps them whole"
+    )
+    kernel: object = option(
+        "auto",
+        "'auto' (HMC; Gibbs + HMC with discrete variables; an energy model's own kernel), 'hmc', 'rwmh', 'gibbs', "
+        "'rmhmc' (Gaussian-process models) or a pmz Kernel",
+        one_of("auto", "gibbs", "rmhmc", *KERNELS, other=_kernel, message="pmz: unknown kernel {value!r}; choose "
+               f"'auto', one of {sorted(KERNELS)} or pass a pmz Kernel"),
+    )
+    n_leapfrog: int = option(3, "leapfrog steps per HMC move", positive_int)
+    compile_mode: object = option(  # checked where the model is compiled (pmz.model.backend.resolve_mode)
+        None, "PyTensor mode: None (Numba on PyMC 6, C on PyMC 5) or e.g. 'NUMBA', 'CVM', 'FAST_COMPILE'"
+    )
+    blas_threads: object = option(
+        DEFAULT_BLAS_THREADS,
+        "BLAS threads inside the run (pmz.threads); None leaves BLAS as the process has it",
+        lambda name, value: check_blas_threads(value),
+    )
+    keep_particles: bool = option(True, "keep the final particles in the result's particles group", boolean)
+
+
+OPTIMAL_RULES = ("varopt", "adaptive")  # schedules built by a pilot (pmz.methods.schedule)
+
+
+def _schedule(rules):
+    """A named rule of pmz.families.schedules, one of ``rules`` (built by a pilot), or an array of temperatures."""
+
+    def check(name, value):
+        if isinstance(value, str):
+            if value not in SCHEDULES and value not in rules:
+                choices = sorted(SCHEDULES) + list(rules)
+                raise ValueError(f"pmz: unknown schedule {value!r}; choose one of {choices} or pass an array")
+            return value
+        validate_schedule(value)
+        return value
+
+    return check
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleOptions(CommonOptions):
+    """The schedule (or tempering ladder) and the pilot that tunes the kernels along it (pmz.methods.schedule)."""
+
+    n_temps: int = option(600, "temperatures after beta = 0 (n_temps + 1 in all)", positive_int)
+    schedule: object = option(
+        "power",
+        "'power' (b_k = (k/K)^4), 'linear', 'geometric', 'sigmoidal', 'varopt' (constant thermodynamic speed from a "
+        "pilot), 'adaptive' (a pilot keeping the conditional ESS at cess_target) or an array",
+        _schedule(OPTIMAL_RULES),
+    )
+    delta_max: object = option(None, "cap on every increment of the schedule (None: no cap)", optional(fraction(True)))
+    cess_target: float = option(
+        0.99, "schedule='adaptive': conditional ESS fraction kept per pilot step", fraction(False)
+    )
+    varopt_pilot: str = option("power", "schedule='varopt': the reference schedule the pilot walks")
+    varopt_pilot_temps: int = option(100, "schedule='varopt': the pilot's temperatures", positive_int)
+    tune: bool = option(True, "tune the kernels' step sizes and scales by a pilot run (then frozen)", boolean)
+    n_pilot: int = option(256, "particles of the pilot run", positive_int)
+    n_adapt: int = option(4, "adaptation rounds per pilot temperature", positive_int)
+    n_tune_temps: int = option(40, "pilot temperatures at which the kernels are tuned", positive_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnnealingOptions(ScheduleOptions):
+    """Forward annealed importance sampling (``"ais"``; Neal 2001, Jarzynski 1997)."""
+
+    n_paths: int = option(512, "independent annealing paths", at_least_two(" (an error bar needs several paths)"))
+    n_steps_per_temp: int = option(1, "kernel steps at each temperature", positive_int)
+    chunk_size: object = option(
+        None, "paths held in memory at once (rounded up to blocks of 128; does not change a seeded result)",
+        optional_int(1),
+    )
+    n_bootstrap: int = option(1000, "bootstrap resamples of the paths for the error bar", non_negative_int)
+
+
+def _reverse_start(name, value):
+    """draws (an InferenceData) or an array of flat states"""
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class TwoWayOptions(AnnealingOptions):
+    """Forward and reverse annealing (``"bar"``, ``"raise"``, ``"cumulant"``, ``"bounds"``; Habeck 2017)."""
+
+    n_temps: int = override(AnnealingOptions, "n_temps", 300)
+    n_bootstrap: int = override(AnnealingOptions, "n_bootstrap", 200)
+    n_reverse: object = option(None, "reverse paths (None: n_paths)", optional_int(2))
+    reverse_start: object = option(
+        "auto",
+        "'auto' (an energy model's exact draws, pmz's many-chain HMC for a continuous PyMC model, else resampled "
+        "forward end states), 'hmc', 'nuts' (pm.sample), 'resample', posterior draws or an array of flat states",
+        one_of(*REVERSE_STARTS, other=_reverse_start),
+    )
+    nuts_tune: int = option(1000, "reverse_start='nuts': pm.sample's tuning steps", non_negative_int)
+    reverse_burn: int = option(
+        20, "reverse_start='resample': kernel steps at beta = 1 before the reverse paths start", non_negative_int
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistogramOptions(TwoWayOptions):
+    """The histogram (WHAM) estimator with a Gibbs-sampled posterior over log Z (``"histogram"``; Habeck 2017)."""
+
+    n_gibbs_draws: int = option(2000, "Gibbs draws of the posterior over log Z", positive_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BridgeOptions(CommonOptions):
+    """Bridge sampling from posterior draws with a fitted reference (``"bridge"``; Meng & Wong 1996)."""
+
+    posterior: object = option(None, "posterior draws (InferenceData); None: run pm.sample")
+    n_draws: int = option(2000, "pm.sample draws per chain when posterior is None", positive_int)
+    nuts_tune: int = option(1000, "pm.sample's tuning steps", non_negative_int)
+    bridge_reference: object = option(
+        "gaussian", "'gaussian', 'student_t' or a reference object", one_of("gaussian", "student_t", other=_reference)
+    )
+    n_reference: object = option(None, "reference draws (None: as many as posterior draws)", optional_int(2))
+    df: float = option(5.0, "bridge_reference='student_t': degrees of freedom", positive_number)
+    split: bool = option(True, "fit the reference on the first half of each chain, bridge with the second", boolean)
+    n_bootstrap: int = option(200, "bootstrap resamples for the error bar", non_negative_int)
+
+
+def _init(name, value):
+    """an array of log Zhat_k guesses"""
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class TemperingOptions(ScheduleOptions):
+    """Simulated tempering over a ladder (``"rts"``, ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``,
+    ``"wang_landau"``; Carlson et al. 2016, Salakhutdinov 2010): one pipeline, different estimators."""
+
+    n_temps: int = override(ScheduleOptions, "n_temps", 50, "ladder steps (n_temps + 1 levels)")
+    n_chains: int = option(100, "tempering chains run side by side", positive_int)
+    n_sweeps: int = option(1000, "sweeps of the long run (a level move and kernel steps each)", positive_int)
+    n_steps_per_sweep: int = option(1, "kernel steps per sweep", positive_int)
+    n_initial: int = option(10, "RTS initial iterations that adapt the level weights", non_negative_int)
+    initial_sweeps: int = option(50, "sweeps per initial iteration", positive_int)
+    init: object = option(
+        "pilot", "first guess of log Zhat_k: 'pilot', 'ones', 'wang_landau' or an array",
+        one_of("pilot", "ones", "wang_landau", other=_init),
+    )
+    level_move: str = option("gibbs", "'gibbs' (from q(beta_k | x)) or 'metropolis' (to a neighbour)",
+                             one_of(*LEVEL_MOVES))
+    n_batches: int = option(1000, "batches of consecutive sweeps kept for the error bars", positive_int)
+    combine_stages: bool = option(False, "RTS also from the initial iterations after the first", boolean)
+    store_draws: bool = option(False, "keep every sweep's states and levels (MBAR always does)", boolean)
+    ti_rule: str = option("trapezoid", "TI quadrature: 'trapezoid', 'riemann' or 'corrected'",
+                          one_of(*TI_RULES))
+    wl_sweeps: int = option(1000, "Wang-Landau sweeps (init='wang_landau')", positive_int)
+    wl_gamma0: float = option(1.0, "Wang-Landau's first gain", positive_number)
+    wl_flatness: float = option(0.2, "Wang-Landau's flatness criterion for halving the gain", positive_number)
+    wl_update: str = option("rb", "Wang-Landau update from 'rb' (q(beta_k | x)) or 'counts'", one_of(*WL_UPDATES))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SMCOptions(CommonOptions):
+    """Resample-move sequential Monte Carlo, several independent runs (``"smc"``; Del Moral et al. 2006)."""
+
+    sequence: object = option(
+        "tempering", "'tempering', 'data' (data annealing), 'units' (RBM units) or an SMCSequence",
+        one_of("tempering", "data", "units", other=lambda name, value: _sequence(value)),
+    )
+    n_particles: int = option(1000, "particles per run after each resampling", at_least_two(""))
+    n_runs: int = option(4, "independent runs (between-run se)", positive_int)
+    n_steps: int = option(5, "kernel steps per stage", positive_int)
+    schedule: object = option(
+        "adaptive", "tempering: 'adaptive' (conditional ESS) or a named rule / array with n_temps",
+        _schedule(("adaptive",)),
+    )
+    n_temps: int = option(100, "tempering with a fixed rule: steps", positive_int)
+    cess_target: float = option(
+        0.9, "adaptive tempering / data batches: conditional ESS kept per stage", fraction(False)
+    )
+    order: object = option("random", "data annealing: 'random', 'given' or a permutation of the likelihood terms")
+    obs_per_stage: object = option("adaptive", "data annealing: terms per stage, or 'adaptive'")
+    unit_order: object = option("variance", "RBM units: 'variance', 'given', 'random' or an array")
+    resampling: str = option(
+        "systematic", "'systematic', 'residual', 'stratified' or 'multinomial'",
+        one_of(*RESAMPLING_SCHEMES, message="pmz: unknown resampling scheme {value!r}; choose one of "
+               f"{sorted(RESAMPLING_SCHEMES)}"),
+    )
+    resample_threshold: float = option(0.8, "resample when ESS < threshold x particles", fraction(True))
+    tune: bool = option(True, "tune the kernel's scale and step size from the particle cloud", boolean)
+
+
+def _sequence(value):
+    from ..sequences.base import SMCSequence
+
+    if not isinstance(value, SMCSequence):
+        raise ValueError(
+            f"pmz: sequence must be one of ('tempering', 'data', 'units') or an SMCSequence object, got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ARMOptions(SMCOptions):
+    """Adaptive resample-move (``"arm"``; Fraccaro, Paquet & Winther): more particles where a stage is hard."""
+
+    schedule: object = override(SMCOptions, "schedule", "linear")
+    n_temps: int = override(SMCOptions, "n_temps", 50)
+    variant: str = option("standard", "'standard', 'anticipate' or 'reseed'",
+                          one_of("standard", "anticipate", "reseed"))
+    gamma_threshold: float = option(0.7, "grow the particle set while R_eff / R_n < gamma_threshold",
+                                    fraction(True))
+    gamma_relative_to: str = option("pool", "gamma = R_eff / R_n ('pool') or R_eff / R ('base')",
+                                    one_of("pool", "base"))
+    max_generate: int = option(10, "at most this many times R particles per stage", non_negative_int)
+    min_reseed: int = option(100, "variant='reseed': fewest distinct particles before reseeding", positive_int)
+    reseed_steps: int = option(20, "variant='reseed': kernel steps of a reseeded particle", non_negative_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoOptions(CommonOptions):
+    """The default (``"auto"``): many-chain HMC, cross-fitted bridge sampling, a path from the fitted reference
+    where the overlap is poor, SMC from the prior where the chains disagree (pmz.methods.auto)."""
+
+    posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
+    n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)
+    n_draws: int = option(125, "draws per chain in the first pass", positive_int)
+    n_warmup: int = option(400, "warm-up iterations per chain", positive_int)
+    target_se: float = option(0.03, "draw more (up to 8x) until the se is below this", positive_number)
+    max_time: object = option(None, "time budget in seconds (None: none)")
+    max_rhat: float = option(1.05, "split R-hat above this: the chains disagree (tempered route)", positive_number)
+    max_khat: float = option(0.7, "Pareto k-hat above this: the reference's tails are too light", positive_number)
+    min_overlap: float = option(0.2, "bridge overlap below this: add a path from the reference", positive_number)
+    n_bootstrap: int = option(0, "bootstrap resamples (0: the two halves' agreement checks the se)",
+                              non_negative_int)
+    fallback: str = option("smc", "the tempered route's method", one_of("smc"))
+
+    def _check_together(self):
+        if self.n_chains < 4:
+            raise ValueError(
+                f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {self.n_chains}"
+            )
+        max_time = self.max_time
+        if max_time is not None and not (_is_number(max_time) and max_time > 0):
+            raise ValueError(f"pmz: max_time must be a positive number of seconds or None, got {max_time!r}")

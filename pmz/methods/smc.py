@@ -1,0 +1,103 @@
+"""Glue between ``pmz.evidence`` and the SMC runner: methods ``"smc"`` (resample-move) and ``"arm"`` (adaptive
+resample-move, Fraccaro, Paquet & Winther), over the sequence named by ``sequence``:
+
+* ``"tempering"``: the model's tempered family (power posterior, or a geometric path from ``reference``), beta
+  chosen adaptively by conditional ESS (``schedule="adaptive"``, ``cess_target``) or a fixed schedule (a named
+  rule with ``n_temps``, or an array);
+* ``"data"`` (PyMC models): data annealing, the likelihood terms entering in ``order`` (``obs_per_stage`` at a
+  time or adaptively);
+* ``"units"`` (RBM energy models): the unit-by-unit sequence with the hidden units summed out (``unit_order``);
+* an :class:`~pmz.sequences.base.SMCSequence` object (e.g. :class:`~pmz.sequences.probit_gp.ProbitGPSequence`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..estimators.smc import smc_estimate
+from ..families.schedules import make_schedule
+from ..runners.smc import run_smc
+from ..sequences.base import SMCSequence
+from ..sequences.data import DataAnnealingSequence
+from ..sequences.rbm_units import RBMUnitSequence
+from ..sequences.tempering import TemperingSequence
+
+__all__ = ["ARM_VARIANTS", "build_sequence", "run_smc_method", "estimate_smc_method"]
+
+ARM_VARIANTS = {"standard": "arm", "anticipate": "arm_anticipate", "reseed": "arm_reseed"}
+
+def _tempering_schedule(options):
+    """None for ``schedule="adaptive"`` (the sequence chooses each beta), else the schedule's temperatures."""
+    rule = options.schedule
+    if isinstance(rule, str) and rule == "adaptive":
+        return None
+    return make_schedule(rule, options.n_temps)
+
+
+def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
+    """The SMC sequence that ``options.sequence`` names, for ``target`` (CompiledModel or EnergyModel)."""
+    name = options.sequence
+    if isinstance(name, SMCSequence):
+        return name
+    if name == "tempering":
+        return TemperingSequence(
+            family, kernel, schedule=_tempering_schedule(options), cess_target=options.cess_target
+        )
+    if name == "data":
+        if not hasattr(target, "log_likelihood_terms"):
+            raise ValueError(
+                "pmz: sequence='data' anneals in the observations of a PyMC model; this target has none "
+                "(use sequence='tempering', or 'units' for an RBM)"
+            )
+        if options.reference != "prior":
+            raise ValueError("pmz: data annealing starts from the prior; leave reference='prior'")
+        return DataAnnealingSequence(
+            target,
+            kernel,
+            order=options.order,
+            obs_per_stage=options.obs_per_stage,
+            cess_target=options.cess_target,
+            rng=rng,
+        )
+    return RBMUnitSequence.from_energy_model(target, order=options.unit_order, rng=rng)
+
+
+def run_smc_method(family, kernel, options, rng, progressbar, target, *, method):
+    """Build the sequence and run ``n_runs`` SMC (``method="smc"``) or ARM runs; returns the SMCRecord."""
+    order_rng, run_rng = rng.spawn(2)
+    sequence = build_sequence(family, kernel, options, order_rng, target)
+    algorithm = "rm" if method == "smc" else ARM_VARIANTS[options.variant]
+    arm = {}
+    if method == "arm":
+        arm = {
+            k: getattr(options, k)
+            for k in ("gamma_threshold", "gamma_relative_to", "max_generate", "min_reseed", "reseed_steps")
+        }
+    return run_smc(
+        sequence,
+        rng=run_rng,
+        n_particles=options.n_particles,
+        n_runs=options.n_runs,
+        algorithm=algorithm,
+        n_steps=options.n_steps,
+        resampling=options.resampling,
+        resample_threshold=options.resample_threshold,
+        tune=options.tune,
+        keep_final=options.keep_particles,
+        progressbar=progressbar,
+        **arm,
+    )
+
+
+def estimate_smc_method(method):
+    def estimate(record, options, rng):
+        return replace(smc_estimate(record), method=method)
+
+    return estimate
+
+
+def smc_description(method) -> str:
+    if method == "smc":
+        return "resample-move sequential Monte Carlo (tempering, data annealing or RBM units), several runs"
+    return "adaptive resample-move SMC (ARM, Fraccaro, Paquet & Winther): more particles where a stage is hard"
+
