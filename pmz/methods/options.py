@@ -393,7 +393,7 @@ class TemperingOptions(ScheduleOptions):
                           one_of(*TI_RULES))
     wl_sweeps: int = option(1000, "Wang-Landau sweeps (init='wang_landau')", positive_int)
     wl_gamma0: float = option(1.0, "Wang-Landau's first gain", positive_number)
-    wl_flatness: float = option(0.2, "Wang-Landau's flatness criterion for halving the gain", positive_number)
+    wl_flatness: float = option(0.2, "Wang-Landau's flatness criterion for halving the gain", fraction(False))
     wl_update: str = option("rb", "Wang-Landau update from 'rb' (q(beta_k | x)) or 'counts'", one_of(*WL_UPDATES))
 
 
