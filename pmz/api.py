@@ -13,10 +13,11 @@ import pymc as pm
 
 from .checks import check_start, n_start, prior_normalisation_note, with_draws_check
 from .families import GeometricPath, PowerPosterior
+from .families.energy import EnergyFamily
 from .inputs import pymc_model, seed_label, seeded_streams
 from .kernels import KERNELS, GPRiemannianHMC, Kernel
 from .kernels.gibbs import MixedKernel, SiteGibbs
-from .model.energy import EnergyFamily, EnergyModel
+from .model.energy import EnergyModel
 from .model.posterior_draws import posterior_dataset
 from .model.pymc import CompiledModel, ModelSpecificationError
 from .model.reference import laplace_reference

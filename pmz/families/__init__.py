@@ -1,6 +1,9 @@
-"""Tempered families (power posterior, geometric path), annealing schedules and optimal (VAROPT) schedules."""
+"""Tempered families (power posterior, geometric path, energy models), annealing schedules and
+optimal (VAROPT) schedules."""
 
-from .base import LogDensityParts, TemperedFamily
+from ..model.parts import LogDensityParts
+from .base import TemperedFamily
+from .energy import EnergyFamily
 from .geometric import GeometricPath
 from .optimal import (
     constant_speed_schedule,
@@ -20,6 +23,7 @@ __all__ = [
     "TemperedFamily",
     "PowerPosterior",
     "GeometricPath",
+    "EnergyFamily",
     "SCHEDULES",
     "make_schedule",
     "validate_schedule",
