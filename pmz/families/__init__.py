@@ -1,8 +1,9 @@
-"""Tempered families (power posterior, geometric path, energy models), annealing schedules and
+"""Tempered families (power posterior, geometric path, energy models, data annealing), annealing schedules and
 optimal (VAROPT) schedules."""
 
 from ..model.parts import LogDensityParts
 from .base import TemperedFamily
+from .data import PartialLikelihood
 from .energy import EnergyFamily
 from .geometric import GeometricPath
 from .optimal import (
@@ -24,6 +25,7 @@ __all__ = [
     "PowerPosterior",
     "GeometricPath",
     "EnergyFamily",
+    "PartialLikelihood",
     "SCHEDULES",
     "make_schedule",
     "validate_schedule",
