@@ -117,6 +117,8 @@ class EnergyModel:
 
     Attributes
     ----------
+    kind : "energy"
+        The :class:`~pmz.model.target.Target` kind.
     dim : int
     discrete : bool
         Whether states are discrete (the base has ``values``).
@@ -131,6 +133,8 @@ class EnergyModel:
     >>> model.log_f1(np.ones((2, 3)))
     array([0.9, 0.9])
     """
+
+    kind = "energy"  # the target kind (pmz.model.target.Target)
 
     def __init__(
         self, log_density, base, *, grad_log_density=None, kernel=None, sample_target=None, name: str = "energy model"

@@ -141,6 +141,8 @@ class CompiledModel:
 
     Attributes
     ----------
+    kind : "pymc"
+        The :class:`~pmz.model.target.Target` kind.
     layout : FlatLayout
         Names and shapes of the value variables in the flat vector.
     dim : int
@@ -159,6 +161,8 @@ class CompiledModel:
     >>> log_prior.shape, log_lik.shape
     ((5,), (5,))
     """
+
+    kind = "pymc"  # the target kind (pmz.model.target.Target)
 
     def __init__(self, model: pm.Model, *, potentials: str = "likelihood", mode=None, block_size=None):
         if potentials not in _POTENTIAL_PLACES:
