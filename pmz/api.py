@@ -122,10 +122,10 @@ def _make_kernel(options, target) -> Kernel:
     if isinstance(kernel, Kernel):
         return kernel
     if kernel == "rmhmc":
-        if isinstance(target, EnergyModel):
+        if target.kind == "energy":
             raise ValueError("pmz: kernel 'rmhmc' needs a PyMC Gaussian-process model (pm.gp.Latent or pm.MvNormal)")
         return GPRiemannianHMC.from_model(target.model, n_leapfrog=options["n_leapfrog"])
-    if isinstance(target, EnergyModel):
+    if target.kind == "energy":
         if kernel == "auto":
             if target.kernel is not None:
                 return target.kernel
@@ -154,7 +154,7 @@ def _make_kernel(options, target) -> Kernel:
 
 
 def _make_family(compiled, reference):
-    if isinstance(compiled, EnergyModel):
+    if compiled.kind == "energy":
         if reference not in ("prior", None):
             raise ValueError("pmz: an energy model anneals from its own base distribution; leave reference unset")
         return EnergyFamily(compiled)

@@ -119,7 +119,7 @@ def _run_two_way(family, kernel, options, rng, progressbar, target):
 
 
 def _run_bridge(family, kernel, options, rng, progressbar, target):
-    if not hasattr(target, "layout"):
+    if target.kind != "pymc":
         raise ValueError("pmz: method='bridge' needs a PyMC model (posterior draws in its value space)")
     if target.layout.discrete_mask.any() or target.improper_priors:
         raise ValueError(

@@ -149,8 +149,7 @@ class EnergyModel:
         self.base = base
         self.dim = int(base.dim)
         self.kernel = kernel
-        if sample_target is not None:
-            self.sample_target = sample_target
+        self.sample_target = sample_target
         self.name = name
         self.discrete = hasattr(base, "values")
         self.n_logp_evals = 0

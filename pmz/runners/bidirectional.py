@@ -44,10 +44,6 @@ __all__ = ["run_bidirectional", "REVERSE_STARTS"]
 REVERSE_STARTS = ("auto", "hmc", "nuts", "resample")
 
 
-def _is_energy(target) -> bool:
-    return not hasattr(target, "layout")
-
-
 def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, rng, progressbar, options):
     """Start states of the reverse run, a label for the record, and, where they are the user's draws, all of those
     draws with the chain of each (``(X, chain)``, for :func:`check_draws`; None otherwise)."""
@@ -55,16 +51,16 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
         if reverse_start not in REVERSE_STARTS:
             raise ValueError(f"pmz: reverse_start must be one of {REVERSE_STARTS}, draws or an array")
         if reverse_start == "auto":
-            if _is_energy(target) and hasattr(target, "sample_target"):
+            if target.kind == "energy" and target.sample_target is not None:
                 return np.asarray(target.sample_target(rng, n), dtype=float), "exact", None
-            continuous = not _is_energy(target) and not target.layout.discrete_mask.any()
+            continuous = target.kind != "energy" and not target.layout.discrete_mask.any()
             reverse_start = "hmc" if continuous else "resample"
         if reverse_start == "hmc":
-            if _is_energy(target) or target.layout.discrete_mask.any():
+            if target.kind == "energy" or target.layout.discrete_mask.any():
                 raise ValueError("pmz: reverse_start='hmc' needs a PyMC model with continuous free variables")
             return hmc_starts(target, n, rng), "hmc", None
         if reverse_start == "nuts":
-            if _is_energy(target):
+            if target.kind == "energy":
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
             X, _, _ = nuts_draws(target, n, rng, tune=options.get("nuts_tune", 1000), progressbar=progressbar)
             return X, "nuts", None
@@ -76,7 +72,7 @@ def _reverse_starts(reverse_start, target, forward, family, kernel, params, n, r
     if isinstance(reverse_start, np.ndarray):
         X_all = _flat_starts(reverse_start, family.dim, None)
         return _thin(X_all, n), "posterior", (X_all, np.zeros(X_all.shape[0], dtype=int))
-    if _is_energy(target):
+    if target.kind == "energy":
         raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
     if not is_draws(reverse_start):
         raise TypeError(
@@ -142,7 +138,7 @@ def run_bidirectional(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, options
     )
     start_info = {"reverse_start": label}
-    if given is not None and not _is_energy(target):  # the user's draws (all of them): like this posterior?
+    if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
         start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="reverse_start"))
     reverse = run_ais(
         family,
