@@ -36,6 +36,7 @@ from .families.optimal import (
 )
 from .families.schedules import SCHEDULES, make_schedule, validate_schedule
 from .kernels.tuning import adaptive_pilot, run_pilot
+from .model.target import count_evaluations
 
 __all__ = ["SCHEDULE_DEFAULTS", "setup_schedule", "OPTIMAL_RULES"]
 
@@ -90,7 +91,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options["n_pilot"]``).
     """
     _check(options)
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     rule, n_temps = options["schedule"], options["n_temps"]
     if isinstance(rule, str) and rule not in SCHEDULES and rule not in OPTIMAL_RULES:
         choices = sorted(SCHEDULES) + list(OPTIMAL_RULES)
@@ -161,7 +162,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     if trivial:
         tuning["nothing_to_anneal"] = "the model has no likelihood (U = 0): one step from f0 to f1 = f0"
     if tuned is not None:
-        tuning["pilot_logp_evals"] = family.n_logp_evals - evals0
-        tuning["pilot_grad_evals"] = family.n_grad_evals - grads0
+        tuning["pilot_logp_evals"] = evals.n_logp_evals
+        tuning["pilot_grad_evals"] = evals.n_grad_evals
         tuning.update(_metric_description(tuned.walk, schedule))
     return schedule, params, tuning, tuned

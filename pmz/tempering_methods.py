@@ -22,6 +22,7 @@ import numpy as np
 from .estimators.mbar import mbar_tempering
 from .estimators.rts import rts, rts_combine, ts
 from .estimators.ti import TI_RULES, ti, ti_rb
+from .model.target import count_evaluations
 from .schedule_setup import SCHEDULE_DEFAULTS, setup_schedule
 from .runners.levels import LEVEL_MOVES
 from .runners.tempering import adapt_log_zhat, run_tempering
@@ -97,7 +98,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     _check(options)
     init = "wang_landau" if method == "wang_landau" else options["init"]
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     pilot_guess = isinstance(init, str) and init == "pilot"
     betas, params, tuning, tuned = setup_schedule(
         family, kernel, options, tune_rng, progressbar, need_pilot=pilot_guess
@@ -165,8 +166,8 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     return replace(
         trace,
         wang_landau=wang_landau,
-        n_logp_evals=family.n_logp_evals - evals0,
-        n_grad_evals=family.n_grad_evals - grads0,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
         tuning=tuning,
         **stage_fields,
     )
