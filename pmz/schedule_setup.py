@@ -27,13 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .families.optimal import (
-    constant_speed_schedule,
-    decelerate,
-    predicted_log_weight_variance,
-    thermodynamic_length,
-    thermodynamic_metric,
-)
+from .families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
+from .families.optimal import constant_speed_schedule, decelerate
 from .families.schedules import SCHEDULES, make_schedule, validate_schedule
 from .kernels.tuning import adaptive_pilot, run_pilot
 from .model.target import count_evaluations

@@ -2,20 +2,13 @@
 optimal (VAROPT) schedules."""
 
 from ..model.parts import LogDensityParts
+from .adaptive import next_beta_by_cess
 from .base import TemperedFamily
 from .data import PartialLikelihood
 from .energy import EnergyFamily
 from .geometric import GeometricPath
-from .optimal import (
-    constant_speed_schedule,
-    decelerate,
-    euler_lagrange_schedule,
-    next_beta_by_cess,
-    predicted_log_weight_variance,
-    schedule_action,
-    thermodynamic_length,
-    thermodynamic_metric,
-)
+from .metric import predicted_log_weight_variance, schedule_action, thermodynamic_length, thermodynamic_metric
+from .optimal import constant_speed_schedule, decelerate, euler_lagrange_schedule
 from .power import PowerPosterior
 from .schedules import SCHEDULES, make_schedule, validate_schedule
 

@@ -246,7 +246,7 @@ def adaptive_pilot(
     (``1 - CESS ~= (db)^2 g(b)``), so the visited temperatures are a constant-speed schedule. ``params`` are on
     the visited temperatures; use :meth:`TuningResult.params_for` for any other schedule.
     """
-    from ..families.optimal import next_beta_by_cess
+    from ..families.adaptive import next_beta_by_cess
 
     if not 0 < cess_target < 1:
         raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")
