@@ -46,7 +46,8 @@ import pmz
 from pmz.estimators.jarzynski import jarzynski
 from pmz.families.schedules import make_schedule
 from pmz.kernels.lattice import IsingKernel, PottsKernel
-from pmz.model.energy import EnergyFamily, EnergyModel, UniformCategorical, UniformSpins
+from pmz.families.energy import EnergyFamily
+from pmz.model.energy import EnergyModel, UniformCategorical, UniformSpins
 from pmz.runners.ais import run_ais
 from pmz.systems.ising import ising, ising_energy, ising_log_z_exact
 from pmz.systems.potts import potts_critical_coupling, potts_energy

@@ -50,7 +50,7 @@ from _common import cpu_name, update_doc
 
 from pmz.estimators.jarzynski import jarzynski
 from pmz.families.schedules import make_schedule
-from pmz.model.energy import EnergyFamily
+from pmz.families.energy import EnergyFamily
 from pmz.runners.ais import run_ais
 from pmz.systems.rbm import rbm_digits
 

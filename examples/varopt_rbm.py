@@ -27,12 +27,8 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.families.optimal import (
-    constant_speed_schedule,
-    predicted_log_weight_variance,
-    thermodynamic_length,
-    thermodynamic_metric,
-)
+from pmz.families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
+from pmz.families.optimal import constant_speed_schedule
 from pmz.systems import rbm_digits
 from pmz.systems.rbm import digits_rbm, energy_model
 

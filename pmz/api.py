@@ -16,6 +16,7 @@ from .methods.options import RENAMED, CommonOptions, option_values, options_tabl
 from .methods.setup import compiled_model, make_family, make_kernel
 from .model.energy import EnergyModel
 from .model.posterior_draws import posterior_dataset
+from .model.target import count_evaluations
 from .registry import DEFAULT_METHOD, METHODS
 from .results import EvidenceResult, make_result
 from .sequences.base import SMCSequence
@@ -115,7 +116,7 @@ def evidence(
 
     with blas_thread_limit(options.blas_threads):
         target = options.sequence if standalone else model if energy else compiled_model(model, options)
-        evals0, grads0 = target.n_logp_evals, target.n_grad_evals
+        evals = count_evaluations(target)
         compile0 = _compile_seconds(target)
         family = kernel = None
         prior_diagnostics, prior_warning = {}, None
@@ -148,8 +149,8 @@ def evidence(
         "family": "none" if family is None else family.name,
         "kernel": "none" if kernel is None else kernel.name,
         "dim": target.dim,
-        "n_logp_evals": target.n_logp_evals - evals0,
-        "n_grad_evals": target.n_grad_evals - grads0,
+        "n_logp_evals": evals.n_logp_evals,
+        "n_grad_evals": evals.n_grad_evals,
         "wall_time": time.perf_counter() - t0,
         "compile_time": _compile_seconds(target) - compile0,
         "backend": getattr(target, "backend", "numpy"),

@@ -10,10 +10,11 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import pmz
-from pmz.families.base import LogDensityParts
+from pmz.model.parts import LogDensityParts
 from pmz.kernels.base import ParticleState
 from pmz.kernels.gibbs import MixedKernel, SiteGibbs, sample_categorical
-from pmz.model.energy import BernoulliBase, EnergyFamily, EnergyModel, UniformCategorical, UniformSpins
+from pmz.families.energy import EnergyFamily
+from pmz.model.energy import BernoulliBase, EnergyModel, UniformCategorical, UniformSpins
 
 SEED = 20261122
 

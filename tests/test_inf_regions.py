@@ -15,7 +15,7 @@ from scipy import integrate, stats
 import pmz
 from pmz.estimators.raise_ import raise_estimate
 from pmz.estimators.ti import ti, ti_rb
-from pmz.families.base import LogDensityParts
+from pmz.model.parts import LogDensityParts
 from pmz.records import TemperingTrace, WorkRecord
 
 DATA = np.array([0.5, 1.2, 2.0])

@@ -14,7 +14,8 @@ from pmz.kernels.lattice import (
     site_colouring,
     torus_neighbours,
 )
-from pmz.model.energy import EnergyFamily, EnergyModel, UniformCategorical, UniformSpins
+from pmz.families.energy import EnergyFamily
+from pmz.model.energy import EnergyModel, UniformCategorical, UniformSpins
 from pmz.runners.ais import run_ais
 from pmz.systems.conjugate import KnownTruth
 from pmz.systems.ising import (

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from pmz.families.base import LogDensityParts, TemperedFamily
+from pmz.families.base import TemperedFamily
+from pmz.model.parts import LogDensityParts
 from pmz.families.optimal import (
     constant_speed_schedule,
     decelerate,

@@ -7,7 +7,7 @@ from scipy import stats
 from pmz.estimators.jarzynski import jarzynski
 from pmz.families.schedules import make_schedule
 from pmz.kernels.rbm import RBMBlockGibbs, RBMBlockMH, RBMGibbs
-from pmz.model.energy import EnergyFamily
+from pmz.families.energy import EnergyFamily
 from pmz.runners.ais import run_ais
 from pmz.systems.rbm import (
     RBM,

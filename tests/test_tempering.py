@@ -6,7 +6,8 @@ import pytest
 import pmz
 from pmz.estimators.rts import jackknife_se, log_z_curve, rts, rts_combine, ts
 from pmz.estimators.ti import integrate, ti_rb
-from pmz.families.base import LogDensityParts, TemperedFamily
+from pmz.families.base import TemperedFamily
+from pmz.model.parts import LogDensityParts
 from pmz.kernels.base import Kernel, KernelInfo, KernelParams, ParticleState
 from pmz.runners.levels import level_log_probs, move_levels
 from pmz.runners.tempering import adapt_log_zhat, run_tempering

@@ -1,17 +1,14 @@
-"""Tempered families (power posterior, geometric path), annealing schedules and optimal (VAROPT) schedules."""
+"""Tempered families (power posterior, geometric path, energy models, data annealing), annealing schedules and
+optimal (VAROPT) schedules."""
 
-from .base import LogDensityParts, TemperedFamily
+from ..model.parts import LogDensityParts
+from .adaptive import next_beta_by_cess
+from .base import TemperedFamily
+from .data import PartialLikelihood
+from .energy import EnergyFamily
 from .geometric import GeometricPath
-from .optimal import (
-    constant_speed_schedule,
-    decelerate,
-    euler_lagrange_schedule,
-    next_beta_by_cess,
-    predicted_log_weight_variance,
-    schedule_action,
-    thermodynamic_length,
-    thermodynamic_metric,
-)
+from .metric import predicted_log_weight_variance, schedule_action, thermodynamic_length, thermodynamic_metric
+from .optimal import constant_speed_schedule, decelerate, euler_lagrange_schedule
 from .power import PowerPosterior
 from .schedules import SCHEDULES, make_schedule, validate_schedule
 
@@ -20,6 +17,8 @@ __all__ = [
     "TemperedFamily",
     "PowerPosterior",
     "GeometricPath",
+    "EnergyFamily",
+    "PartialLikelihood",
     "SCHEDULES",
     "make_schedule",
     "validate_schedule",

@@ -8,7 +8,8 @@ gives); ``U = log prior + log lik - log q``. A reference close to the posterior 
 from __future__ import annotations
 
 from ..model.pymc import CompiledModel
-from .base import LogDensityParts, ModelFamily
+from ..model.parts import LogDensityParts
+from .base import ModelFamily
 
 __all__ = ["GeometricPath"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..model.reference import PriorReference
-from .base import LogDensityParts, ModelFamily
+from ..model.parts import LogDensityParts
+from .base import ModelFamily
 
 __all__ = ["PowerPosterior"]
 

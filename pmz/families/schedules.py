@@ -8,7 +8,8 @@
 * a user array, validated (starts at 0, ends at 1, strictly increasing).
 
 Optimal schedules (``"varopt"``: constant thermodynamic speed from a pilot's metric; ``"adaptive"``: the pilot's
-conditional-ESS walk) and deceleration are in :mod:`pmz.families.optimal` (the mathematics) and
+conditional-ESS walk) and deceleration are in :mod:`pmz.families.metric` (the metric, length and action),
+:mod:`pmz.families.optimal` (the optimal schedules), :mod:`pmz.families.adaptive` (the conditional-ESS step) and
 :mod:`pmz.methods.schedule` (the pilot that measures the metric).
 """
 

@@ -2,6 +2,7 @@
 
 from .base import Kernel, KernelInfo, KernelParams, ParticleState
 from .hmc import HamiltonianMC
+from .probit_gibbs import ProbitGibbs
 from .rmhmc import GPRiemannianHMC
 from .rwmh import RandomWalkMetropolis
 from .tuning import TuningResult, tune_along_schedule
@@ -15,6 +16,7 @@ __all__ = [
     "ParticleState",
     "HamiltonianMC",
     "GPRiemannianHMC",
+    "ProbitGibbs",
     "RandomWalkMetropolis",
     "TuningResult",
     "tune_along_schedule",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..families.base import LogDensityParts
+from ..model.parts import LogDensityParts
 
 __all__ = ["ParticleState", "KernelParams", "KernelInfo", "Kernel", "metropolis_accept", "params_per_particle"]
 

@@ -255,7 +255,7 @@ class IsingKernel(_LatticeKernel):
     Examples
     --------
     >>> from pmz.systems.ising import ising
-    >>> from pmz.model.energy import EnergyFamily
+    >>> from pmz.families.energy import EnergyFamily
     >>> model = ising(4, 0.3).model
     >>> family = EnergyFamily(model)
     >>> rng = np.random.default_rng(0)
@@ -342,7 +342,7 @@ class PottsKernel(_LatticeKernel):
     Examples
     --------
     >>> from pmz.systems.potts import potts
-    >>> from pmz.model.energy import EnergyFamily
+    >>> from pmz.families.energy import EnergyFamily
     >>> model = potts(4, q=3, coupling=1.0).model
     >>> family = EnergyFamily(model)
     >>> rng = np.random.default_rng(0)

@@ -119,7 +119,8 @@ class RBMGibbs(_RBMKernel):
     Examples
     --------
     >>> import numpy as np
-    >>> from pmz.model.energy import BernoulliBase, EnergyFamily, EnergyModel
+    >>> from pmz.families.energy import EnergyFamily
+    >>> from pmz.model.energy import BernoulliBase, EnergyModel
     >>> W, a, b = np.array([[1.0, -1.0], [0.5, 2.0]]), np.zeros(2), np.zeros(2)
     >>> log_f1 = lambda V: V @ a + softplus(V @ W + b).sum(axis=1)
     >>> family = EnergyFamily(EnergyModel(log_f1, BernoulliBase([0.3, 0.6])))

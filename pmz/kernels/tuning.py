@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..weights import ess, log_mean_weight, normalized_weights, systematic_resample
 from .base import Kernel, KernelParams
@@ -205,7 +206,7 @@ def run_pilot(
     family, kernel: Kernel, schedule, rng, *, n_pilot: int, n_adapt: int, n_tune_temps: int, progressbar=False
 ):
     """:func:`tune_along_schedule` and a description of what the pilot did and cost (stored in results)."""
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     tuned = tune_along_schedule(
         family,
         kernel,
@@ -221,8 +222,8 @@ def run_pilot(
         "n_adapt": tuned.n_adapt,
         "n_tune_temps": int(n_tune_temps),
         "target_acceptance": kernel.target_acceptance,
-        "pilot_logp_evals": family.n_logp_evals - evals0,
-        "pilot_grad_evals": family.n_grad_evals - grads0,
+        "pilot_logp_evals": evals.n_logp_evals,
+        "pilot_grad_evals": evals.n_grad_evals,
     }
     return tuned, description
 
@@ -245,7 +246,7 @@ def adaptive_pilot(
     (``1 - CESS ~= (db)^2 g(b)``), so the visited temperatures are a constant-speed schedule. ``params`` are on
     the visited temperatures; use :meth:`TuningResult.params_for` for any other schedule.
     """
-    from ..families.optimal import next_beta_by_cess
+    from ..families.adaptive import next_beta_by_cess
 
     if not 0 < cess_target < 1:
         raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")

@@ -15,7 +15,7 @@ __all__ = ["run_bridge_method", "estimate_bridge"]
 
 
 def run_bridge_method(family, kernel, options, rng, progressbar, target):
-    if not hasattr(target, "layout"):
+    if target.kind != "pymc":
         raise ValueError("pmz: method='bridge' needs a PyMC model (posterior draws in its value space)")
     if target.layout.discrete_mask.any() or target.improper_priors:
         raise ValueError(

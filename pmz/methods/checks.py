@@ -16,7 +16,6 @@ import numpy as np
 
 from ..families import PowerPosterior
 from ..kernels import Kernel
-from ..model.energy import EnergyModel
 from ..model.prior_check import normalisation_warning, prior_normalisation
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..records import BidirectionalRecord
@@ -48,7 +47,7 @@ def check_start(
         if n_ok * n_start >= 5 * (n_check + n_more):
             return
         _raise_zero_target(family, compiled, X[0], n_check + n_more, n_ok, n_start)
-    if isinstance(compiled, EnergyModel):
+    if compiled.kind == "energy":
         raise ModelSpecificationError(
             f"pmz: {compiled.name}: log f0 or log f1 is NaN/inf at exact draws of the base "
             f"(log f0 = {parts.log_f0[:3]}, U = {parts.U[:3]}); the base must cover the target's support."
@@ -95,7 +94,7 @@ def n_start(options) -> int:
 
 def _raise_zero_target(family, compiled, x, n_tried: int, n_ok: int, n_start: int):
     """The target is zero (U = -inf) at (nearly) every start draw tried: say so, and what starts elsewhere."""
-    if isinstance(compiled, EnergyModel):
+    if compiled.kind == "energy":
         raise ModelSpecificationError(
             f"pmz: {compiled.name}: the target density is zero at {n_tried - n_ok} of {n_tried} exact draws of the "
             "base tried; the base must cover the target's support."
@@ -124,7 +123,7 @@ def _raise_zero_target(family, compiled, x, n_tried: int, n_ok: int, n_start: in
 def prior_normalisation_note(family, target, rng, method: str):
     """Diagnostics and a warning when a prior-draw method's prior density does not integrate to one
     (:mod:`pmz.model.prior_check`); measured once per compiled model."""
-    if not isinstance(family, PowerPosterior) or isinstance(target, EnergyModel):
+    if not isinstance(family, PowerPosterior) or target.kind == "energy":
         return {}, None
     masses = target.__dict__.get("_prior_masses")
     if masses is None:

@@ -27,15 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.optimal import (
-    constant_speed_schedule,
-    decelerate,
-    predicted_log_weight_variance,
-    thermodynamic_length,
-    thermodynamic_metric,
-)
+from ..families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
+from ..families.optimal import constant_speed_schedule, decelerate
 from ..families.schedules import make_schedule, validate_schedule
 from ..kernels.tuning import adaptive_pilot, run_pilot
+from ..model.target import count_evaluations
 
 __all__ = ["setup_schedule"]
 
@@ -72,7 +68,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     ``need_pilot``: run the pilot even when the kernel has nothing to tune (simulated tempering uses its log Z
     curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options.n_pilot``).
     """
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     rule, n_temps = options.schedule, options.n_temps
     trivial = bool(getattr(family, "trivial_path", False))
     if trivial:  # U = 0 (no likelihood): f1 = f0, nothing to anneal; one step from b = 0 to 1 is exact
@@ -138,7 +134,7 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     if trivial:
         tuning["nothing_to_anneal"] = "the model has no likelihood (U = 0): one step from f0 to f1 = f0"
     if tuned is not None:
-        tuning["pilot_logp_evals"] = family.n_logp_evals - evals0
-        tuning["pilot_grad_evals"] = family.n_grad_evals - grads0
+        tuning["pilot_logp_evals"] = evals.n_logp_evals
+        tuning["pilot_grad_evals"] = evals.n_grad_evals
         tuning.update(_metric_description(tuned.walk, schedule))
     return schedule, params, tuning, tuned

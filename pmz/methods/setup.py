@@ -16,9 +16,9 @@ from __future__ import annotations
 import weakref
 
 from ..families import GeometricPath, PowerPosterior
+from ..families.energy import EnergyFamily
 from ..kernels import KERNELS, GPRiemannianHMC, Kernel
 from ..kernels.gibbs import MixedKernel, SiteGibbs
-from ..model.energy import EnergyFamily, EnergyModel
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..model.reference import laplace_reference
 
@@ -59,10 +59,10 @@ def make_kernel(options, target) -> Kernel:
     if isinstance(kernel, Kernel):
         return kernel
     if kernel == "rmhmc":
-        if isinstance(target, EnergyModel):
+        if target.kind == "energy":
             raise ValueError("pmz: kernel 'rmhmc' needs a PyMC Gaussian-process model (pm.gp.Latent or pm.MvNormal)")
         return GPRiemannianHMC.from_model(target.model, n_leapfrog=options.n_leapfrog)
-    if isinstance(target, EnergyModel):
+    if target.kind == "energy":
         if kernel == "auto":
             if target.kernel is not None:
                 return target.kernel
@@ -91,7 +91,7 @@ def make_kernel(options, target) -> Kernel:
 
 
 def make_family(compiled, reference):
-    if isinstance(compiled, EnergyModel):
+    if compiled.kind == "energy":
         if reference not in ("prior", None):
             raise ValueError("pmz: an energy model anneals from its own base distribution; leave reference unset")
         return EnergyFamily(compiled)

@@ -44,7 +44,7 @@ def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
             family, kernel, schedule=_tempering_schedule(options), cess_target=options.cess_target
         )
     if name == "data":
-        if not hasattr(target, "log_likelihood_terms"):
+        if target.kind != "pymc":
             raise ValueError(
                 "pmz: sequence='data' anneals in the observations of a PyMC model; this target has none "
                 "(use sequence='tempering', or 'units' for an RBM)"

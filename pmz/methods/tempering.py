@@ -22,6 +22,7 @@ import numpy as np
 from ..estimators.mbar import mbar_tempering
 from ..estimators.rts import rts, rts_combine, ts
 from ..estimators.ti import TI_RULES, ti, ti_rb
+from ..model.target import count_evaluations
 from .schedule import setup_schedule
 from ..runners.tempering import adapt_log_zhat, run_tempering
 from ..runners.wang_landau import run_wang_landau
@@ -57,7 +58,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
     init = "wang_landau" if method == "wang_landau" else options.init
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     pilot_guess = isinstance(init, str) and init == "pilot"
     betas, params, tuning, tuned = setup_schedule(
         family, kernel, options, tune_rng, progressbar, need_pilot=pilot_guess
@@ -125,8 +126,8 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     return replace(
         trace,
         wang_landau=wang_landau,
-        n_logp_evals=family.n_logp_evals - evals0,
-        n_grad_evals=family.n_grad_evals - grads0,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
         tuning=tuning,
         **stage_fields,
     )

@@ -40,9 +40,21 @@ from pytensor.compile.mode import Mode, get_mode
 
 from .linalg import REWRITE_TAG
 
-__all__ = ["PYTENSOR_MAJOR", "resolve_mode", "backend_name", "compile_flags", "CompileClock", "quiet_blas_link_warning"]
+__all__ = [
+    "PYTENSOR_MAJOR",
+    "ONE_SHOT_MODE",
+    "resolve_mode",
+    "backend_name",
+    "compile_flags",
+    "CompileClock",
+    "quiet_blas_link_warning",
+]
 
 PYTENSOR_MAJOR = int(pytensor.__version__.split(".")[0])
+
+# functions called once or twice per run (value transforms for results and user draws): PyTensor's Python linker
+# compiles them in a fraction of a second; a JIT backend can take seconds for no gain
+ONE_SHOT_MODE = "FAST_COMPILE"
 
 _JIT_BACKENDS = ("numba", "jax", "pytorch", "mlx")  # linkers that compile whole graphs themselves
 

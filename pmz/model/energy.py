@@ -10,7 +10,7 @@ vectorised unnormalised log density). The user gives
   :class:`~pmz.model.reference.GaussianReference` for continuous states);
 * optionally a ``kernel`` that knows the model's structure (block Gibbs, checkerboard heat bath).
 
-pmz then anneals along the geometric path (METHODS.md section 0)
+pmz then anneals along the geometric path (METHODS.md section 0; :class:`pmz.families.energy.EnergyFamily`)
 
     log f_beta(x) = (1 - beta) log f0(x) + beta log f1(x) = log f0(x) + beta U(x),   U = log f1 - log f0,
 
@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.base import LogDensityParts, TemperedFamily
-
-__all__ = ["EnergyModel", "EnergyFamily", "BernoulliBase", "UniformSpins", "UniformCategorical"]
+__all__ = ["EnergyModel", "BernoulliBase", "UniformSpins", "UniformCategorical"]
 
 
 def _as_batch(X, dim: int) -> np.ndarray:
@@ -119,6 +117,8 @@ class EnergyModel:
 
     Attributes
     ----------
+    kind : "energy"
+        The :class:`~pmz.model.target.Target` kind.
     dim : int
     discrete : bool
         Whether states are discrete (the base has ``values``).
@@ -134,6 +134,8 @@ class EnergyModel:
     array([0.9, 0.9])
     """
 
+    kind = "energy"  # the target kind (pmz.model.target.Target)
+
     def __init__(
         self, log_density, base, *, grad_log_density=None, kernel=None, sample_target=None, name: str = "energy model"
     ):
@@ -147,8 +149,7 @@ class EnergyModel:
         self.base = base
         self.dim = int(base.dim)
         self.kernel = kernel
-        if sample_target is not None:
-            self.sample_target = sample_target
+        self.sample_target = sample_target
         self.name = name
         self.discrete = hasattr(base, "values")
         self.n_logp_evals = 0
@@ -193,35 +194,3 @@ class EnergyModel:
 
     def __repr__(self):
         return f"EnergyModel({self.name!r}, dim={self.dim}, base={getattr(self.base, 'name', self.base)!r})"
-
-
-class EnergyFamily(TemperedFamily):
-    """The geometric path ``log f0 + beta (log f1 - log f0)`` of an :class:`EnergyModel`.
-
-    ``log_z0`` is the base's ``log_z`` (0: normalised), so estimates are ``log Z = log sum_x f1(x)``.
-    """
-
-    def __init__(self, model: EnergyModel):
-        self.model = model
-        self.dim = model.dim
-        self.log_z0 = float(getattr(model.base, "log_z", 0.0))
-        self.name = f"energy: {model.name}"
-
-    def sample_start(self, rng, n):
-        return np.asarray(self.model.base.sample(rng, n), dtype=np.float64)
-
-    def parts(self, X, *, grad=False):
-        log_f0 = np.asarray(self.model.base.log_density(X), dtype=np.float64)
-        log_f1 = self.model.log_f1(X)
-        if not grad:
-            return LogDensityParts(log_f0, log_f1 - log_f0)
-        g0 = np.asarray(self.model.base.grad_log_density(X), dtype=np.float64)
-        return LogDensityParts(log_f0, log_f1 - log_f0, g0, self.model.grad_log_f1(X) - g0)
-
-    @property
-    def n_logp_evals(self) -> int:
-        return self.model.n_logp_evals
-
-    @property
-    def n_grad_evals(self) -> int:
-        return self.model.n_grad_evals

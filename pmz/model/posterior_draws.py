@@ -22,7 +22,7 @@ import xarray as xr
 from pymc.backends.arviz import coords_and_dims_for_inferencedata, dict_to_dataset
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from .pymc import ONE_SHOT_MODE
+from .backend import ONE_SHOT_MODE
 
 __all__ = ["posterior_dataset", "posterior_from_flat"]
 
@@ -51,7 +51,7 @@ def _posterior_function(compiled):
         if many.ndim == one.ndim:  # does not depend on the draws (a constant or data only): one copy per draw
             many = pt.broadcast_to(many, (X.shape[0], *(many.shape[i] for i in range(many.ndim))))
         outputs.append(many)
-    # called once per result: the quick Python linker (see pmz.model.pymc.ONE_SHOT_MODE)
+    # called once per result: the quick Python linker (see pmz.model.backend.ONE_SHOT_MODE)
     fn = compiled._compile_inputs([X], outputs, mode=ONE_SHOT_MODE)
     _FUNCTIONS[compiled] = names, fn
     return names, fn

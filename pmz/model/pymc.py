@@ -13,31 +13,28 @@ and compiles ONE pytensor function that, for particles ``X`` of shape ``(n, dim)
 ``pm.Potential`` terms are tempered with the likelihood by default (as PyMC's ``sample_smc`` does); pass
 ``potentials="prior"`` to keep them in the untempered part (then the prior is no longer normalised and
 log Z is relative to it).
+
+What is read off the model before compiling (improper priors, observed data) is in :mod:`pmz.model.inspection`,
+the single-point graph helpers (parameter checks, value transforms) in :mod:`pmz.model.graphs`, the choice of
+backend in :mod:`pmz.model.backend`.
 """
 
 from __future__ import annotations
 
+import importlib
 from numbers import Integral
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.basic import Constant
-from pytensor.graph.fg import FunctionGraph
-from pytensor.graph.rewriting.basic import in2out
-from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
-from pytensor.tensor.type import discrete_dtypes
+from pytensor.graph.replace import graph_replace, vectorize_graph
 
 import pymc as pm
 
-from . import indexing as _indexing  # noqa: F401  (registers the batched-take rewrite)
-from .backend import CompileClock, backend_name, quiet_blas_link_warning, resolve_mode
+from .backend import ONE_SHOT_MODE, CompileClock, backend_name, quiet_blas_link_warning, resolve_mode
+from .graphs import checks_to_switches, constrained_graph, unconstrained_graph
+from .inspection import default_block_size, improper_prior_names, non_finite_observed_names, observed_values
 from .points import FlatLayout, layout_from_model
-
-try:  # pytensor >= 2.31
-    from pytensor.graph.traversal import graph_inputs
-except ImportError:  # pragma: no cover
-    from pytensor.graph.basic import graph_inputs
 
 try:  # PyMC >= 5.19
     from pymc.pytensorf import compile as _compile_pymc
@@ -46,82 +43,13 @@ except ImportError:  # pragma: no cover - older PyMC 5
 
 __all__ = ["CompiledModel", "compile_model", "ModelSpecificationError"]
 
+importlib.import_module(".indexing", __package__)  # registers the batched-take rewrite with PyTensor
+
 _POTENTIAL_PLACES = ("likelihood", "prior")
 
 
 class ModelSpecificationError(ValueError):
     """The model cannot be handled by the requested pmz method (improper prior, discrete variable, ...)."""
-
-
-def _improper_prior_names(model) -> list[str]:
-    from pymc.distributions.continuous import FlatRV, HalfFlatRV
-
-    return [rv.name for rv in model.free_RVs if isinstance(rv.owner.op, FlatRV | HalfFlatRV)]
-
-
-def _discrete_free_names(model) -> list[str]:
-    return [rv.name for rv in model.free_RVs if rv.type.dtype in discrete_dtypes]
-
-
-def _observed_value(data):
-    """The value of an observed variable's data without compiling anything (constants, shared data), or None."""
-    if isinstance(data, Constant):
-        return data.data
-    if hasattr(data, "get_value"):
-        return data.get_value(borrow=True)
-    try:  # an expression of data: evaluated once with the Python linker (no C or Numba compilation)
-        return data.eval(mode="FAST_COMPILE")
-    except Exception:
-        return None
-
-
-def _observed_values(model) -> dict:
-    """``{observed variable name: its data}``, read once without compiling (None where it cannot be read)."""
-    return {rv.name: _observed_value(model.rvs_to_values[rv]) for rv in model.observed_RVs}
-
-
-def _non_finite_observed_names(observed: dict) -> list[str]:
-    """Observed variables whose data hold NaN or inf (e.g. set by ``pm.set_data``), or a numpy masked array.
-
-    Checked before compiling: the C backend would return a NaN log density, the Numba backend refuses the
-    masked array outright; either way the user should hear which variable's data are at fault. Data that
-    could not be read (they depend on other variables) are left to the start check.
-    """
-    return [
-        name
-        for name, value in observed.items()
-        if value is not None
-        and (np.ma.isMaskedArray(value) or not np.all(np.isfinite(np.asarray(value, dtype=float))))
-    ]
-
-
-def _default_block_size(observed: dict, dim: int) -> int:
-    """Rows per compiled call: keep the per-observation intermediates of a block near 1 MB (cache sized).
-
-    Large batches of a model with many observations are memory-bound; evaluating them block by block
-    (each block one vectorised call) is several times faster than one huge call.
-    """
-    n_obs = sum(int(np.size(value)) for value in observed.values())
-    per_particle = max(n_obs + dim, 1)
-    block = 2 ** int(np.floor(np.log2(max(131072 // per_particle, 1))))
-    return int(np.clip(block, 32, 4096))
-
-
-def _checks_to_switches(outputs):
-    """Replace PyMC's parameter checks by ``switch(condition, value, -inf)`` in single-point graphs.
-
-    This must happen *before* batching: vectorised, a check's condition would be reduced over the whole batch,
-    so one particle with an invalid parameter would set every particle's log density to -inf. Done on the
-    single-point graph, each particle gets its own condition. (Checks marked as not replaceable still raise.)
-    The rewrite runs on a clone (checks may be nested), whose root inputs are then mapped back to the originals
-    so that the flat vector and shared data (``pm.Data``) stay the same objects.
-    """
-    from pymc.logprob.utils import local_check_parameter_to_ninf_switch
-
-    inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
-    fgraph = FunctionGraph(inputs, outputs, clone=True)
-    in2out(local_check_parameter_to_ninf_switch).rewrite(fgraph)
-    return graph_replace(fgraph.outputs, dict(zip(fgraph.inputs, inputs)), strict=False)
 
 
 class CompiledModel:
@@ -141,6 +69,8 @@ class CompiledModel:
 
     Attributes
     ----------
+    kind : "pymc"
+        The :class:`~pmz.model.target.Target` kind.
     layout : FlatLayout
         Names and shapes of the value variables in the flat vector.
     dim : int
@@ -160,13 +90,15 @@ class CompiledModel:
     ((5,), (5,))
     """
 
+    kind = "pymc"  # the target kind (pmz.model.target.Target)
+
     def __init__(self, model: pm.Model, *, potentials: str = "likelihood", mode=None, block_size=None):
         if potentials not in _POTENTIAL_PLACES:
             raise ValueError(f"potentials must be one of {_POTENTIAL_PLACES}, got {potentials!r}")
         if not model.value_vars:
             raise ModelSpecificationError("pmz: the model has no free random variables")
-        observed = _observed_values(model)
-        bad_data = _non_finite_observed_names(observed)
+        observed = observed_values(model)
+        bad_data = non_finite_observed_names(observed)
         if bad_data:
             raise ModelSpecificationError(
                 f"pmz: the observed data of {bad_data} hold NaN or inf, so the log density is not finite. "
@@ -179,9 +111,9 @@ class CompiledModel:
         self.compile_clock = CompileClock()
         self.layout: FlatLayout = layout_from_model(model)
         self.dim = self.layout.dim
-        self.improper_priors = _improper_prior_names(model)
+        self.improper_priors = improper_prior_names(model)
         if block_size is None:
-            block_size = _default_block_size(observed, self.dim)
+            block_size = default_block_size(observed, self.dim)
         elif isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
         self.block_size = int(block_size)
@@ -219,7 +151,7 @@ class CompiledModel:
         log_prior = model.logp(vars=prior_terms, jacobian=True, sum=True)
         log_lik = model.logp(vars=lik_terms, sum=True) if lik_terms else pt.constant(0.0, dtype="float64")
         log_prior, log_lik = graph_replace([log_prior, log_lik], replace, strict=False)
-        log_prior, log_lik = _checks_to_switches([log_prior, log_lik])
+        log_prior, log_lik = checks_to_switches([log_prior, log_lik])
         return x, log_prior, log_lik
 
     def _build_graphs(self):
@@ -272,7 +204,7 @@ class CompiledModel:
         x = pt.vector("x", dtype="float64")
         terms = model.logp(vars=lik_terms, jacobian=True, sum=False)
         terms = graph_replace(terms, self._value_replacements(x), strict=False)
-        terms = _checks_to_switches(terms)
+        terms = checks_to_switches(terms)
         vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
         sizes = pytensor.function(  # shapes only: the Python linker, nothing to compile
             [x], [pt.as_tensor(t).size for t in terms], on_unused_input="ignore", mode="FAST_COMPILE"
@@ -372,7 +304,7 @@ class CompiledModel:
             rvs = {rv.name: rv for rv in self.model.free_RVs}
             terms = [self.model.logp(vars=[rvs[name]], jacobian=True, sum=True) for name in key]
             terms = graph_replace(terms, self._value_replacements(self._x), strict=False)
-            terms = _checks_to_switches(terms)
+            terms = checks_to_switches(terms)
             vector = pt.stack([pt.as_tensor(t).astype("float64") for t in terms])
             (batched,) = vectorize_graph([vector], replace={self._x: self._X})
             cache[key] = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
@@ -391,7 +323,7 @@ class CompiledModel:
     def to_constrained(self, X) -> dict[str, np.ndarray]:
         """Flat particles ``(n, dim)`` -> ``{rv_name: constrained values (n, *shape)}`` (one batched call)."""
         if getattr(self, "_fn_constrained", None) is None:
-            named = _constrained_graph(self.model, self._x)
+            named = constrained_graph(self.model, self._x)
             self._constrained_names = list(named)
             batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
             self._fn_constrained = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
@@ -406,18 +338,7 @@ class CompiledModel:
         in one batched compiled call; used to start reverse paths at posterior draws from ``pm.sample``.
         """
         if getattr(self, "_fn_unconstrained", None) is None:
-            placeholders = {rv: rv.type() for rv in self.model.free_RVs}
-            pieces = []
-            for rv in self.model.free_RVs:
-                transform = self.model.rvs_to_transforms.get(rv)
-                value = placeholders[rv]
-                if transform is not None:
-                    inputs = clone_replace(list(rv.owner.inputs), replace=placeholders)
-                    value = transform.forward(value, *inputs)
-                pieces.append(pt.as_tensor(value).astype("float64").ravel())
-            flat = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-            batched_in = [pt.tensor(dtype=rv.type.dtype, shape=(None, *rv.type.shape)) for rv in self.model.free_RVs]
-            batched = vectorize_graph(flat, replace=dict(zip(placeholders.values(), batched_in)))
+            batched_in, batched = unconstrained_graph(self.model)
             self._unconstrained_inputs = [rv.name for rv in self.model.free_RVs]
             self._fn_unconstrained = self._compile_inputs(batched_in, batched, mode=ONE_SHOT_MODE)
         missing = [name for name in self._unconstrained_inputs if name not in draws]
@@ -453,31 +374,7 @@ class CompiledModel:
         )
 
 
-# functions called once or twice per run (value transforms for results and user draws): PyTensor's Python linker
-# compiles them in a fraction of a second; a JIT backend can take seconds for no gain
-ONE_SHOT_MODE = "FAST_COMPILE"
-
-
 def compile_model(model=None, **kwargs) -> CompiledModel:
     """Compile ``model`` (or the model of the current ``with`` context) for pmz. See :class:`CompiledModel`."""
     model = pm.modelcontext(model)
     return CompiledModel(model, **kwargs)
-
-
-def _constrained_graph(model, x):
-    """Constrained values of the free RVs as graphs of the flat vector ``x`` (value transforms undone).
-
-    Free RVs are visited in creation (topological) order; a transform whose parameters depend on earlier free
-    RVs (``b ~ Uniform(0, a)``) gets those parameters expressed through ``x`` first.
-    """
-    layout = layout_from_model(model)
-    constrained = {}
-    for block, rv in zip(layout.blocks, model.free_RVs):
-        piece = x[block.start : block.stop].reshape(block.shape) if block.shape else x[block.start]
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is None:
-            constrained[rv] = piece
-            continue
-        inputs = clone_replace(list(rv.owner.inputs), replace=constrained) if constrained else rv.owner.inputs
-        constrained[rv] = transform.backward(piece, *inputs)
-    return {rv.name: pt.as_tensor(value) for rv, value in constrained.items()}

@@ -25,7 +25,8 @@ from scipy import optimize
 
 from pymc.pytensorf import reseed_rngs
 
-from .pymc import CompiledModel, graph_inputs
+from .graphs import graph_inputs
+from .pymc import CompiledModel
 
 __all__ = ["PriorReference", "GaussianReference", "StudentTReference", "laplace_reference", "find_map"]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.base import Kernel
+from ..model.target import count_evaluations
 from ..records import WorkRecord
 from ..weights import logsumexp
 from ..progress import progress_bar
@@ -163,7 +164,7 @@ def run_ais(
     streams = rng.spawn(len(sizes))
     shared = rng.spawn(1)[0] if len(sizes) > 1 else None  # one block: its stream does everything
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
 
     log_w = np.empty(n_paths)
     final_x = np.empty((n_paths, family.dim)) if keep_final else None
@@ -212,7 +213,7 @@ def run_ais(
         step_size=np.array([p.step_size for p in params]),
         ess_path=np.exp(2 * lse_w - lse_w2),
         final_x=final_x,
-        n_logp_evals=family.n_logp_evals - evals0,
-        n_grad_evals=family.n_grad_evals - grads0,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
         tuning={**(tuning or {}), **(start_info or {})},
     )

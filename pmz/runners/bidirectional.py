@@ -44,10 +44,6 @@ __all__ = ["run_bidirectional", "REVERSE_STARTS"]
 REVERSE_STARTS = ("auto", "hmc", "nuts", "resample")
 
 
-def _is_energy(target) -> bool:
-    return not hasattr(target, "layout")
-
-
 def _reverse_starts(
     reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
 ):
@@ -57,16 +53,16 @@ def _reverse_starts(
         if reverse_start not in REVERSE_STARTS:
             raise ValueError(f"pmz: reverse_start must be one of {REVERSE_STARTS}, draws or an array")
         if reverse_start == "auto":
-            if _is_energy(target) and hasattr(target, "sample_target"):
+            if target.kind == "energy" and target.sample_target is not None:
                 return np.asarray(target.sample_target(rng, n), dtype=float), "exact", None
-            continuous = not _is_energy(target) and not target.layout.discrete_mask.any()
+            continuous = target.kind != "energy" and not target.layout.discrete_mask.any()
             reverse_start = "hmc" if continuous else "resample"
         if reverse_start == "hmc":
-            if _is_energy(target) or target.layout.discrete_mask.any():
+            if target.kind == "energy" or target.layout.discrete_mask.any():
                 raise ValueError("pmz: reverse_start='hmc' needs a PyMC model with continuous free variables")
             return hmc_starts(target, n, rng), "hmc", None
         if reverse_start == "nuts":
-            if _is_energy(target):
+            if target.kind == "energy":
                 raise ValueError("pmz: reverse_start='nuts' needs a PyMC model; use 'resample' for energy models")
             X, _, _ = nuts_draws(target, n, rng, tune=nuts_tune, progressbar=progressbar)
             return X, "nuts", None
@@ -78,7 +74,7 @@ def _reverse_starts(
     if isinstance(reverse_start, np.ndarray):
         X_all = _flat_starts(reverse_start, family.dim, None)
         return _thin(X_all, n), "posterior", (X_all, np.zeros(X_all.shape[0], dtype=int))
-    if _is_energy(target):
+    if target.kind == "energy":
         raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
     if not is_draws(reverse_start):
         raise TypeError(
@@ -145,7 +141,7 @@ def run_bidirectional(
         reverse_burn,
     )
     start_info = {"reverse_start": label}
-    if given is not None and not _is_energy(target):  # the user's draws (all of them): like this posterior?
+    if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
         start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="reverse_start"))
     reverse = run_ais(
         family,

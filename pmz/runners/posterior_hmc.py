@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..diagnostics import split_rhat
+from ..model.target import count_evaluations
 
 __all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
 
@@ -249,7 +250,7 @@ def sample_posterior(
         ``time.perf_counter()`` value after which sampling stops early (at least 10 draws are kept).
     """
     t0 = time.perf_counter()
-    grads0 = compiled.n_grad_evals
+    evals = count_evaluations(compiled)
     dim = compiled.dim
     x = dispersed_starts(compiled, rng, n_chains)[0] if starts is None else np.array(starts, dtype=float)
     value, grad = _log_post_and_grad(compiled, x)
@@ -288,7 +289,7 @@ def sample_posterior(
         acceptance=0.0,
         divergences=0,
         rhat=np.inf,
-        n_grad_evals=compiled.n_grad_evals - grads0,
+        n_grad_evals=evals.n_grad_evals,
         seconds=time.perf_counter() - t0,
         info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup},
     )
@@ -308,7 +309,7 @@ def continue_sampling(
     ``min_draws`` new draws once ``deadline`` (a ``time.perf_counter()`` value) has passed.
     """
     t0 = time.perf_counter()
-    grads0 = compiled.n_grad_evals
+    evals = count_evaluations(compiled)
     metric = draws.metric
     chol = np.linalg.cholesky(metric) if metric.ndim == 2 else np.sqrt(metric)
     x = draws.x[:, -1].copy() if start is None else np.asarray(start, dtype=float)
@@ -338,7 +339,7 @@ def continue_sampling(
         acceptance=(draws.acceptance * n_old + accept_sum) / (n_old + n_new),
         divergences=draws.divergences + divergences,
         rhat=max_split_rhat(new_x, new_v),
-        n_grad_evals=draws.n_grad_evals + compiled.n_grad_evals - grads0,
+        n_grad_evals=draws.n_grad_evals + evals.n_grad_evals,
         seconds=draws.seconds + time.perf_counter() - t0,
         info=draws.info,
     )

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..kernels.base import KernelParams, ParticleState
 from ..kernels.tuning import _weighted_scale
+from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import SMCRecord
 from ..weights import ess, logsumexp, normalized_log_weights
@@ -279,7 +280,7 @@ def run_smc(
         min_reseed=int(min_reseed),
         reseed_steps=int(reseed_steps),
     )
-    evals0, grads0 = sequence.n_logp_evals, sequence.n_grad_evals
+    evals = count_evaluations(sequence)
     rows, finals = [], []
     span = float(sequence.t_end - sequence.t_start)
     desc = "ARM" if algorithm != "rm" else "SMC"
@@ -311,7 +312,7 @@ def run_smc(
         kernel=sequence.kernel.name,
         final_x=final_x,
         final_log_weights=final_log_w,
-        n_logp_evals=sequence.n_logp_evals - evals0,
-        n_grad_evals=sequence.n_grad_evals - grads0,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
         tuning={**opts, "n_steps": int(n_steps), "tune": bool(tune), **sequence.describe()},
     )

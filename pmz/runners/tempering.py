@@ -24,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..kernels.base import Kernel, params_per_particle
+from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import TemperingTrace
 from .levels import level_log_probs, move_levels
@@ -143,7 +144,7 @@ def run_tempering(
         raise ValueError(f"need one KernelParams per level ({K}), got {len(params)}")
     log_zhat = np.asarray(log_zhat, dtype=float)
     log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
-    evals0, grads0 = family.n_logp_evals, family.n_grad_evals
+    evals = count_evaluations(family)
     x0 = family.sample_start(rng, n_chains) if start_x is None else np.asarray(start_x, dtype=float)
     levels = rng.integers(0, K, size=n_chains) if start_levels is None else np.asarray(start_levels, dtype=int)
     state = kernel.init_state(family, x0)
@@ -216,8 +217,8 @@ def run_tempering(
         final_x=state.x,
         final_levels=levels,
         final_log_q=log_q,
-        n_logp_evals=family.n_logp_evals - evals0,
-        n_grad_evals=family.n_grad_evals - grads0,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
         tuning=dict(tuning or {}),
     )
 

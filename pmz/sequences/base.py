@@ -49,6 +49,8 @@ class SMCSequence:
 
     Attributes
     ----------
+    kind : "sequence"
+        The :class:`~pmz.model.target.Target` kind of a sequence given to ``pmz.evidence`` on its own.
     name : str
         ``"tempering"``, ``"data"``, ``"units"``, ...
     label : str
@@ -63,6 +65,7 @@ class SMCSequence:
         The Markov kernel behind :meth:`move`.
     """
 
+    kind = "sequence"  # the target kind when pmz.evidence runs a sequence on its own (pmz.model.target.Target)
     name: str = "sequence"
     label: str = "t"
     dim: int

@@ -11,35 +11,21 @@ so ``Z_N = p(y)``. The incremental weight from ``m`` to ``m'`` is ``W(x) = exp(s
 The next ``m'`` is ``m + obs_per_stage``, or (``obs_per_stage="adaptive"``) the largest ``m'`` whose conditional
 ESS stays above ``cess_target``, from the terms of all remaining observations at the current particles (one
 batched call). Moves are the model's batched kernel on ``f_m`` (a family view with the weights of the included
-terms; the compiled likelihood evaluates all terms and weights them, so a move costs a full log density).
+terms, :class:`~pmz.families.data.PartialLikelihood`; the compiled likelihood evaluates all terms and weights them,
+so a move costs a full log density).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..families.base import LogDensityParts, ModelFamily
+from ..families.data import PartialLikelihood
 from ..kernels.base import ParticleState
 from ..model.reference import PriorReference
 from ..weights import log_cess_fraction, normalized_log_weights
 from .base import SMCSequence, resolve_order
 
-__all__ = ["DataAnnealingSequence", "PartialLikelihood"]
-
-
-class PartialLikelihood(ModelFamily):
-    """``log f0`` = log prior, ``U`` = the weighted log likelihood ``sum_i w_i l_i(x)``: the data-annealing
-    distribution with weights ``w`` as a family at beta = 1 (so every pmz kernel moves it unchanged)."""
-
-    name = "partial_likelihood"
-    log_z0 = 0.0
-
-    def __init__(self, compiled, weights):
-        super().__init__(compiled)
-        self.weights = np.asarray(weights, dtype=np.float64)
-
-    def parts(self, X, *, grad=False):
-        return LogDensityParts(*self.compiled.log_densities_weighted(X, self.weights, grad=grad))
+__all__ = ["DataAnnealingSequence"]
 
 
 class DataAnnealingSequence(SMCSequence):

@@ -17,7 +17,7 @@ integrates the new latent out of the incremental weight,
 
 and :meth:`ProbitGPSequence.augment` draws ``z_t`` from ``N(m, s^2)`` truncated to ``y_t z_t > 0`` (exactly, by
 the inverse CDF in log space). The move is one Gibbs sweep over the included sites, each drawn from its exact
-truncated-normal full conditional under ``N(0, C_[t])`` (with ``S = C_[t]^{-1}``):
+truncated-normal full conditional under ``N(0, C_[t])`` (with ``S = C_[t]^{-1}``; :mod:`pmz.kernels.probit_gibbs`):
 
     z_i | z_-i ~ N(z_i - (S z)_i / S_ii, 1 / S_ii) restricted to y_i z_i > 0.
 
@@ -37,57 +37,14 @@ constants" (ARM), eq 10 and Appendix A; METHODS.md section 10.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_ndtr, ndtri_exp
+from scipy.special import log_ndtr
 
-from ..families.base import LogDensityParts
-from ..kernels.base import Kernel, KernelInfo, KernelParams, ParticleState
+from ..kernels.base import KernelInfo, ParticleState
+from ..kernels.probit_gibbs import ProbitGibbs, positive_truncated_normal
+from ..model.parts import LogDensityParts
 from .base import SMCSequence, resolve_order
 
-__all__ = ["ProbitGibbs", "ProbitGPSequence", "positive_truncated_normal"]
-
-
-def positive_truncated_normal(rng: np.random.Generator, mean, sd) -> np.ndarray:
-    """Exact draws of ``N(mean, sd^2)`` restricted to ``(0, inf)``, elementwise (inverse CDF in log space).
-
-    With ``alpha = -mean / sd`` and ``E ~ Exp(1)`` (so that ``exp(-E)`` is uniform),
-
-        u = mean + sd w,    w = -Phi^{-1}(exp(log Phi(mean / sd) - E))
-
-    is the standard normal ``w`` conditioned on ``w > alpha``: ``-w`` is drawn below ``-alpha`` by inverting its
-    CDF scaled by ``Phi(-alpha)``. ``log Phi`` (``log_ndtr``) and ``Phi^{-1}(exp(.))`` (``ndtri_exp``) are accurate
-    in both tails, and drawing ``E`` instead of a uniform keeps full precision near the truncation point, so the
-    draws are exact to rounding also for ``mean / sd`` of -200 or +40 (the result is floored at the smallest
-    positive float to keep the sign strict).
-
-    >>> u = positive_truncated_normal(np.random.default_rng(0), np.array([-30.0, 0.0, 30.0]), 1.0)
-    >>> bool(np.all(u > 0)), bool(u[0] < 0.5), bool(25 < u[2] < 35)
-    (True, True, True)
-    """
-    mean = np.asarray(mean, dtype=np.float64)
-    sd = np.asarray(sd, dtype=np.float64)
-    shape = np.broadcast_shapes(mean.shape, sd.shape)
-    log_mass = log_ndtr(mean / sd)
-    w = -ndtri_exp(log_mass - rng.standard_exponential(shape))
-    return np.maximum(mean + sd * w, np.finfo(np.float64).tiny)
-
-
-class ProbitGibbs(Kernel):
-    """The Gibbs sweep of :class:`ProbitGPSequence` (exact truncated-normal site conditionals; no step size).
-
-    The sweep itself is :meth:`ProbitGPSequence.move` (it needs the sequence's ``C_[t]^{-1}``); this object only
-    describes the kernel to runners: untunable, no gradients, acceptance 1.
-    """
-
-    name = "probit_gibbs"
-    needs_grad = False
-    target_acceptance = 1.0
-    tunable = False
-
-    def default_params(self, dim: int) -> KernelParams:
-        return KernelParams(1.0, np.ones(dim), 0)
-
-    def step(self, rng, state, family, beta, params):
-        raise NotImplementedError("the probit Gibbs sweep acts through ProbitGPSequence.move(rng, state, t, params)")
+__all__ = ["ProbitGPSequence", "positive_truncated_normal"]  # (the kernel's exact draw, used by augment too)
 
 
 class ProbitGPSequence(SMCSequence):
@@ -114,7 +71,7 @@ class ProbitGPSequence(SMCSequence):
     ----------
     order : ndarray (n,)
         The order used (reported by :meth:`describe`).
-    kernel : ProbitGibbs
+    kernel : pmz.kernels.probit_gibbs.ProbitGibbs
 
     Notes
     -----
@@ -225,23 +182,12 @@ class ProbitGPSequence(SMCSequence):
 
     def move(self, rng: np.random.Generator, state: ParticleState, t, params=None) -> tuple[ParticleState, KernelInfo]:
         """One systematic-scan Gibbs sweep over the ``t`` included sites, each drawn from its exact
-        truncated-normal full conditional; ``(S z)`` of the later sites is updated after each site (O(R t) per
-        site, O(R t^2) per sweep)."""
+        truncated-normal full conditional under ``S_t = C_[t]^{-1}`` (:meth:`ProbitGibbs.sweep
+        <pmz.kernels.probit_gibbs.ProbitGibbs.sweep>`)."""
         t = _stage(t)
-        n = state.x.shape[0]
-        x = state.x.copy()
-        if t > 0:
-            S = self.precision(t)
-            z = x[:, :t]
-            Sz = z @ S
-            for i in range(t):
-                sd = 1.0 / np.sqrt(S[i, i])
-                mean = z[:, i] - Sz[:, i] / S[i, i]
-                new = self.y[i] * positive_truncated_normal(rng, self.y[i] * mean, sd)
-                Sz[:, i + 1 :] += np.outer(new - z[:, i], S[i, i + 1 :])  # only later sites still need S z
-                z[:, i] = new
-        ones = np.ones(n)
-        return self._state(x), KernelInfo(acceptance=ones, accepted=ones.astype(bool))
+        S = self.precision(t) if t > 0 else np.zeros((0, 0))
+        x, info = self.kernel.sweep(rng, state.x, self.y, S)
+        return self._state(x), info
 
     def fresh(self, rng: np.random.Generator, n: int, t) -> ParticleState:
         """Independent starting points in the support of ``p_t``: ``z_i = y_i |N(0, C_ii)|`` for the included

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.base import LogDensityParts
+from ..model.parts import LogDensityParts
 from ..kernels.base import KernelInfo, ParticleState
 from ..kernels.rbm import RBMGibbs, softplus
 from .base import SMCSequence, resolve_order

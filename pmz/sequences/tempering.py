@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families.optimal import next_beta_by_cess
+from ..families.adaptive import next_beta_by_cess
 from ..families.schedules import validate_schedule
 from .base import SMCSequence
 

@@ -270,7 +270,7 @@ class _IsingTargetDraws:
         self.L, self.coupling, self.n_sweeps = L, coupling, int(n_sweeps)
 
     def __call__(self, rng, n):
-        from ..model.energy import EnergyFamily
+        from ..families.energy import EnergyFamily
 
         N = self.L * self.L
         model = EnergyModel(_IsingLogDensity(self.L, self.coupling), UniformSpins(N))

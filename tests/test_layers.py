@@ -1,0 +1,183 @@
+"""The import order of DESIGN.md's data flow: no pmz module imports a module of a higher layer, and no two modules
+import each other (directly or through others) at import time.
+
+Layers, lowest first (a module may import its own layer and any lower one):
+
+    utilities   weights, diagnostics, progress, threads, inference_data (NumPy maths, R-hat and k-hat, progress
+                bar, BLAS threads, ArviZ)
+    model       compile once: log prior / log likelihood on one flat vector; LogDensityParts, the Target protocol
+    families    tempered families f_beta and their schedules
+    kernels     Markov kernels that leave f_beta invariant, and their tuning
+    sequences   SMC sequences of distributions (a family or a growing space, with its kernel)
+    records     what runners record (WorkRecord, TemperingTrace, SMCRecord): types that runners build
+    runners     algorithms that move particles and record
+    estimators  pure functions: record in, EvidenceEstimate out; reliability (the verdict on an estimate)
+    results     EvidenceResult, Bayes factors, plots
+    extras      systems (known-truth systems), step_methods (PyMC step methods and log Z from their traces)
+    glue        pmz/__init__, api, registry, methods/: anything
+
+``records`` sit below ``runners``, not after them as in the data-flow picture: runners construct records, so for
+imports the records are the runners' vocabulary (as ``LogDensityParts``, which families return, lives in model/).
+
+Run alone: ``python -m pytest tests/test_layers.py``; ``python tests/test_layers.py`` prints every violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pmz"
+
+LAYERS = (
+    ("utilities", ("pmz.weights", "pmz.diagnostics", "pmz.progress", "pmz.threads", "pmz.inference_data")),
+    ("model", ("pmz.model",)),
+    ("families", ("pmz.families",)),
+    ("kernels", ("pmz.kernels",)),
+    ("sequences", ("pmz.sequences",)),
+    ("records", ("pmz.records",)),
+    ("runners", ("pmz.runners",)),
+    ("estimators", ("pmz.estimators",)),
+    ("results", ("pmz.results", "pmz.compare", "pmz.plots")),
+    ("extras", ("pmz.systems", "pmz.step_methods")),
+)
+GLUE = "glue"
+
+#: upward imports that stay for now, each with the reason (module, imported module) -> reason
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    """``(rank, name)`` of a pmz module; modules outside the listed layers are glue (the top)."""
+    for rank, (name, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank, name
+    return len(LAYERS), GLUE
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its ``__init__``)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(module: str, path: Path, known: dict) -> list[tuple[str, int, bool]]:
+    """``(imported pmz module, line, at module level)`` for every import statement of a module, including those
+    inside functions. ``from .pkg import name`` counts as an import of ``pkg.name`` when that is a module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top_level = {id(node) for node in tree.body}
+    for node in tree.body:  # module-level try/except and if blocks run at import time too
+        if isinstance(node, ast.Try | ast.If):
+            top_level |= {id(n) for n in ast.walk(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            names = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source for alias in node.names]
+        else:
+            continue
+        for name in dict.fromkeys(names):
+            if name == "pmz" or name.startswith("pmz."):
+                found.append((name, node.lineno, id(node) in top_level))
+    return found
+
+
+def upward_imports() -> list[str]:
+    known = modules()
+    problems = []
+    for module, path in known.items():
+        rank, name = layer_of(module)
+        for target, line, _ in imports(module, path, known):
+            target_rank, target_name = layer_of(target)
+            if target_rank > rank and (module, target) not in KNOWN_UPWARD:
+                where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+                problems.append(f"{where}: {module} ({name}) imports {target} ({target_name})")
+    return problems
+
+
+def import_cycles() -> list[list[str]]:
+    """Cycles of module-level imports between distinct modules. Importing ``a.b.c`` runs the ``__init__`` of the
+    packages ``a`` and ``a.b`` too, so those count as imported, except the module's own packages (a package's
+    ``__init__`` importing its submodules, which import each other, is no cycle: Python is already running it)."""
+    known = modules()
+    graph = {}
+    for module, path in known.items():
+        targets = set()
+        for target, _, top in imports(module, path, known):
+            if not top:
+                continue
+            parts = target.split(".")
+            targets |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        graph[module] = sorted(
+            t for t in targets if t in known and t != module and not module.startswith(t + ".")
+        )
+    # Tarjan's strongly connected components
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_upward_import():
+    problems = upward_imports()
+    assert not problems, "imports that run up the layers of DESIGN.md:\n" + "\n".join(problems)
+
+
+def test_known_upward_imports_still_exist():
+    """An exception that no longer applies is removed from KNOWN_UPWARD."""
+    known = modules()
+    present = {(m, t) for m, path in known.items() for t, _, _ in imports(m, path, known)}
+    assert set(KNOWN_UPWARD) <= present, sorted(set(KNOWN_UPWARD) - present)
+
+
+def test_no_import_cycle():
+    cycles = import_cycles()
+    assert not cycles, f"modules that import each other at import time: {cycles}"
+
+
+def test_every_layer_exists():
+    known = modules()
+    for name, prefixes in LAYERS:
+        for prefix in prefixes:
+            assert prefix in known, f"layer {name}: no module {prefix}"
+
+
+if __name__ == "__main__":
+    print("\n".join(upward_imports()) or "no upward import")
+    print("\n".join(map(str, import_cycles())) or "no import cycle")
