@@ -1,7 +1,7 @@
 """Bad or awkward inputs get an error a user can act on (class and key phrase asserted), or work as documented.
 
 Inputs: a first argument that is not a model, ``random_seed`` of every kind (and a seed >= 2**63 through a netcdf
-round trip), malformed posterior draws given as ``posterior=`` (bridge, auto) or ``reverse_start=`` (two-way
+round trip), malformed posterior draws given as ``posterior=`` (bridge, auto and the two-way
 methods), ``pmz.compare`` with a list or non-results, ``pmz.load`` of files that are not pmz results, and the
 method name of bridge results. Most cases fail before any sampling; the runs that do sample are tiny.
 """
@@ -128,7 +128,7 @@ def test_seed_beyond_int64_round_trips_through_netcdf(model, seed, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# 3. malformed posterior draws: posterior= (bridge, auto) and reverse_start= (two-way methods)
+# 3. malformed posterior draws: posterior= (bridge, auto and the two-way methods)
 # --------------------------------------------------------------------------
 
 BAD_DRAWS = {
@@ -190,26 +190,34 @@ def test_bad_bridge_posterior(model, case):
 
 
 @pytest.mark.parametrize("case", ["wrong-shape", "nan", "list-of-lists", "missing-variable", "no-posterior-group"])
-def test_bad_reverse_start(model, case):
+def test_bad_two_way_posterior(model, case):
     make, error, match = BAD_DRAWS[case]
-    if case == "list-of-lists":  # reverse_start also takes names and arrays of flat states, and says so
-        match = r"reverse_start must be one of \('auto', 'hmc', 'nuts', 'resample'\).*\(n, 3\).*got list"
-    with pytest.raises(error, match=match.format(opt="reverse_start")):
-        pmz.evidence(model, **{**QUICK, "method": "bar"}, reverse_start=make(), random_seed=1)
+    if case == "list-of-lists":  # the two-way methods also take arrays of flat states, and say so
+        match = r"posterior must be posterior draws \(.*\) or an array \(n, 3\) of flat unconstrained states; got list"
+    with pytest.raises(error, match=match.format(opt="posterior")):
+        pmz.evidence(model, **{**QUICK, "method": "bar"}, posterior=make(), random_seed=1)
+
+
+def test_draws_as_reverse_start_name_the_option_that_takes_them(model):
+    """reverse_start names a strategy; draws given there (the old spelling) say where they go now."""
+    with pytest.raises(TypeError, match=r"pass posterior draws or an array of flat states as posterior="):
+        pmz.evidence(model, **{**QUICK, "method": "bar"}, reverse_start=np.zeros((10, 3)), random_seed=1)
+    with pytest.raises(ValueError, match="posterior= gives the reverse starts; leave reverse_start at 'auto'"):
+        pmz.evidence(model, **{**QUICK, "method": "bar"}, posterior=np.zeros((10, 3)), reverse_start="hmc")
 
 
 @pytest.mark.parametrize(
     "array, error, match",
     [
-        (np.zeros((10, 4)), ValueError, r"reverse_start array must have shape \(n, 3\) with n >= 1, got \(10, 4\)"),
+        (np.zeros((10, 4)), ValueError, r"posterior array must have shape \(n, 3\) with n >= 1, got \(10, 4\)"),
         (np.where(np.arange(30).reshape(10, 3) == 7, np.nan, 0.0), ValueError, r"1 of the 10 rows.*first is row 2"),
-        (np.full((10, 3), "x"), TypeError, "reverse_start array holds <U1 values, not numbers"),
+        (np.full((10, 3), "x"), TypeError, "posterior array holds <U1 values, not numbers"),
     ],
     ids=["wrong-shape", "nan-row", "strings"],
 )
-def test_bad_reverse_start_array(model, array, error, match):
+def test_bad_two_way_posterior_array(model, array, error, match):
     with pytest.raises(error, match=match):
-        pmz.evidence(model, **{**QUICK, "method": "bar"}, reverse_start=array, random_seed=1)
+        pmz.evidence(model, **{**QUICK, "method": "bar"}, posterior=array, random_seed=1)
 
 
 @pytest.mark.parametrize("case", ["nan", "wrong-shape", "list-of-lists"])

@@ -172,7 +172,7 @@ def test_energy_model_through_evidence():
     p = np.exp(log_f1(states) - exact)
     exact_draws = states[np.random.default_rng(1).choice(64, size=1000, p=p)]
     res = pmz.evidence(
-        model, method="bar", reverse_start=exact_draws, random_seed=SEED, progressbar=False, n_paths=1000, n_temps=100
+        model, method="bar", posterior=exact_draws, random_seed=SEED, progressbar=False, n_paths=1000, n_temps=100
     )
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.05
     assert float(res.evidence["lower"]) <= exact <= float(res.evidence["upper"])

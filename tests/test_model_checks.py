@@ -6,7 +6,7 @@ phrase), a warning or flag (key phrase), or a correct value within 4 se (plus a 
 2. a prior whose log density does not integrate to one (a CustomDist, LKJCholeskyCov on PyMC 5): measured and
    warned about by the methods that start from prior draws;
 3. a Categorical with more than 64 classes used as an index: bounded Metropolis moves, exact log Z by enumeration;
-4. posterior draws of another model (same names and shapes) given as posterior= / reverse_start=: flagged;
+4. posterior draws of another model (same names and shapes) given as posterior= (bridge, two-way methods): flagged;
 5. Ctrl-C inside pm.sample (bridge) or inside pmz's own loops (every other method): KeyboardInterrupt, not a normal
    return from a fraction of the work;
 6. a likelihood that is zero at (nearly) all prior draws: the start error says so and what to do;
@@ -220,7 +220,7 @@ def test_posterior_draws_of_this_model_pass(normal_mean):
     assert abs(float(res.evidence["draws_check"])) < 5 * float(res.evidence["draws_check_se"]) + 0.02
 
 
-@pytest.mark.parametrize("method, option", [("bridge", "posterior"), ("bar", "reverse_start")])
+@pytest.mark.parametrize("method, option", [("bridge", "posterior"), ("bar", "posterior")])
 def test_posterior_draws_of_another_model_are_flagged(normal_mean, method, option):
     """Before: a confident wrong answer (41 se off) without a warning."""
     draws = _exact_draws(shift_sd=1.5)

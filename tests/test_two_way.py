@@ -54,7 +54,7 @@ def test_every_two_way_estimator_on_linear_regression(systems, posterior_draws, 
     res = pmz.evidence(
         system.model,
         method=method,
-        reverse_start=posterior_draws["linear_regression"],
+        posterior=posterior_draws["linear_regression"],
         random_seed=SEED,
         progressbar=False,
         n_paths=256,
@@ -72,7 +72,7 @@ def test_histogram_posterior_is_an_arviz_posterior(systems, posterior_draws):
     res = pmz.evidence(
         system.model,
         method="histogram",
-        reverse_start=posterior_draws["linear_regression"],
+        posterior=posterior_draws["linear_regression"],
         random_seed=SEED,
         progressbar=False,
         n_paths=256,
@@ -189,7 +189,7 @@ def test_two_way_result_netcdf_round_trip(systems, posterior_draws, tmp_path):
     res = pmz.evidence(
         system.model,
         method="histogram",
-        reverse_start=posterior_draws["linear_regression"],
+        posterior=posterior_draws["linear_regression"],
         random_seed=SEED,
         progressbar=False,
         n_paths=64,

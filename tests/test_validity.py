@@ -144,7 +144,7 @@ def test_far_reverse_starts_never_give_a_confident_se(normal_mean, n_starts):
     starts = np.full((n_starts, 1), 5.0)  # the posterior of mu sits near -1 with sd 0.22
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = pmz.evidence(normal_mean.model, method="bar", reverse_start=starts, random_seed=SEED, **FAST)
+        res = pmz.evidence(normal_mean.model, method="bar", posterior=starts, random_seed=SEED, **FAST)
     assert res.reliable is False and "barely overlap" in res.reliability_reason
     assert res.log_z_se > 0.5 and abs(res.log_z - normal_mean.log_z) < 4 * res.log_z_se
     for message in map(str, (w.message for w in caught)):  # an overlap quoted against 0.03 is below it
@@ -183,7 +183,7 @@ def test_zero_se_with_poor_overlap_is_raised():
 def test_warnings_in_print_compare_and_netcdf(normal_mean, tmp_path):
     starts = np.full((64, 1), 5.0)
     with pytest.warns(UserWarning, match="barely overlap"):
-        res = pmz.evidence(normal_mean.model, method="bar", reverse_start=starts, random_seed=SEED, **FAST)
+        res = pmz.evidence(normal_mean.model, method="bar", posterior=starts, random_seed=SEED, **FAST)
     assert res.warnings and all(w.startswith("pmz:") for w in res.warnings)
     text = str(res)
     assert f"warnings: {len(res.warnings)} (res.warnings); first: " in text

@@ -78,7 +78,7 @@ def run_two_way(family, kernel, options, rng, progressbar, target):
         target=target,
         n_forward=options.n_paths,
         n_reverse=options.n_reverse or options.n_paths,
-        reverse_start=options.reverse_start,
+        reverse_start=options.reverse_start if options.posterior is None else options.posterior,
         rng=run_rng,
         n_steps_per_temp=options.n_steps_per_temp,
         chunk_size=options.chunk_size,
@@ -103,6 +103,8 @@ def _two_way_diagnostics(estimate, record, options):
         extra["bar_log_z"] = ref.log_z
     extra["reverse_start"] = record.reverse_start
     user_start = getattr(options, "reverse_start", None)  # bridge's options have none
+    if user_start is not None and options.posterior is not None:  # the user's draws
+        user_start = options.posterior
     extra["reverse_start_option"] = user_start if isinstance(user_start, str) else f"<{type(user_start).__name__}>"
     if record.reverse_start == "resample":
         extra["reverse_burn"] = int(getattr(options, "reverse_burn", 0))
@@ -118,7 +120,7 @@ def _two_way_diagnostics(estimate, record, options):
             f"pmz: the reverse paths started at resampled forward end states ({chosen}) while {why}: they inherit "
             "the forward run's bias, and the upper bound and RAISE are not guaranteed. "
             + ("Add temperatures (n_temps)" if ess_fraction < 0.1 else "Set reverse_burn > 0")
-            + " or pass draws of the target (reverse_start=idata or an array of states)."
+            + " or pass draws of the target (posterior=idata or an array of states)."
         )
     estimate = _with_schedule_diagnostics(estimate, record.forward)
     return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)

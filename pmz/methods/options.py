@@ -317,9 +317,12 @@ class AnnealingOptions(ScheduleOptions):
     n_bootstrap: int = option(1000, "bootstrap resamples of the paths for the error bar", non_negative_int)
 
 
-def _reverse_start(name, value):
-    """draws (an InferenceData) or an array of flat states"""
-    return value
+def _strategy_only(name, value):
+    """draws given the old way: a clear error naming the option that takes them now"""
+    raise TypeError(
+        f"pmz: reverse_start names how the reverse paths start ({list(REVERSE_STARTS)}); pass posterior draws or "
+        f"an array of flat states as posterior= (got {type(value).__name__} as reverse_start)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,16 +332,29 @@ class TwoWayOptions(AnnealingOptions):
     n_temps: int = override(AnnealingOptions, "n_temps", 300)
     n_bootstrap: int = override(AnnealingOptions, "n_bootstrap", 200)
     n_reverse: object = option(None, "reverse paths (None: n_paths)", optional_int(2))
-    reverse_start: object = option(
+    posterior: object = option(
+        None,
+        "posterior draws (pm.sample's result, its posterior group or a dict) or an array (n, dim) of flat states: "
+        "the reverse paths start there (None: as reverse_start says)",
+    )
+    reverse_start: str = option(
         "auto",
-        "'auto' (an energy model's exact draws, pmz's many-chain HMC for a continuous PyMC model, else resampled "
-        "forward end states), 'hmc', 'nuts' (pm.sample), 'resample', posterior draws or an array of flat states",
-        one_of(*REVERSE_STARTS, other=_reverse_start),
+        "where the reverse paths start without posterior=: 'auto' (an energy model's exact draws, pmz's "
+        "many-chain HMC for a continuous PyMC model, else resampled forward end states), 'hmc', 'nuts' "
+        "(pm.sample) or 'resample'",
+        one_of(*REVERSE_STARTS, other=_strategy_only),
     )
     nuts_tune: int = option(1000, "reverse_start='nuts': pm.sample's tuning steps", non_negative_int)
     reverse_burn: int = option(
         20, "reverse_start='resample': kernel steps at beta = 1 before the reverse paths start", non_negative_int
     )
+
+
+    def _check_together(self):
+        if self.posterior is not None and self.reverse_start != "auto":
+            raise ValueError(
+                f"pmz: posterior= gives the reverse starts; leave reverse_start at 'auto' (got {self.reverse_start!r})"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

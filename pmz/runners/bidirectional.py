@@ -4,7 +4,7 @@ The forward run starts at exact draws of f0; the reverse run starts at draws of 
 kernels in the reverse order (see :mod:`pmz.runners.ais`). Both share schedule and kernel parameters, so their
 work values are the input of the two-sided estimators (BAR, histogram, cumulants, stochastic bounds).
 
-Reverse starts (``reverse_start``):
+Reverse starts (``reverse_start``; in ``pmz.evidence`` the user's draws come as ``posterior=``):
 
 * an ``arviz.InferenceData`` / xarray posterior / dict of draws, or an array ``(n, dim)`` of flat particles:
   used as given (thinned evenly to ``n_reverse``);
@@ -75,13 +75,14 @@ def _reverse_starts(
         X_all = _flat_starts(reverse_start, family.dim, None)
         return _thin(X_all, n), "posterior", (X_all, np.zeros(X_all.shape[0], dtype=int))
     if target.kind == "energy":
-        raise TypeError("pmz: for an energy model, reverse_start must be 'auto', 'resample' or an array of states")
+        raise TypeError("pmz: for an energy model, posterior must be an array of states (reverse_start: 'auto' or "
+                        "'resample')")
     if not is_draws(reverse_start):
         raise TypeError(
-            f"pmz: reverse_start must be one of {REVERSE_STARTS}, posterior draws ({DRAW_KINDS}) or an array "
-            f"(n, {family.dim}) of flat unconstrained states; got {type(reverse_start).__name__}"
+            f"pmz: posterior must be posterior draws ({DRAW_KINDS}) or an array (n, {family.dim}) of flat "
+            f"unconstrained states; got {type(reverse_start).__name__}"
         )
-    X_all, chain = posterior_to_flat(target, reverse_start, option="reverse_start")
+    X_all, chain = posterior_to_flat(target, reverse_start, option="posterior")
     return _thin(X_all, n), "posterior", (X_all, chain)
 
 
@@ -93,14 +94,14 @@ def _thin(X, n: int) -> np.ndarray:
 def _flat_starts(array, dim: int, n: int | None) -> np.ndarray:
     """A user's array of flat states, checked (shape, numbers, finite) and thinned evenly to at most ``n``."""
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"pmz: the reverse_start array holds {array.dtype} values, not numbers")
+        raise TypeError(f"pmz: the posterior array holds {array.dtype} values, not numbers")
     X = np.asarray(array, dtype=float)
     if X.ndim != 2 or X.shape[1] != dim or X.shape[0] == 0:
-        raise ValueError(f"pmz: reverse_start array must have shape (n, {dim}) with n >= 1, got {X.shape}")
+        raise ValueError(f"pmz: the posterior array must have shape (n, {dim}) with n >= 1, got {X.shape}")
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
         raise ValueError(
-            f"pmz: {int(bad.sum())} of the {X.shape[0]} rows of the reverse_start array are NaN or inf (the first "
+            f"pmz: {int(bad.sum())} of the {X.shape[0]} rows of the posterior array are NaN or inf (the first "
             f"is row {int(np.argmax(bad))}); drop them"
         )
     return X if n is None else _thin(X, n)
@@ -142,7 +143,7 @@ def run_bidirectional(
     )
     start_info = {"reverse_start": label}
     if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
-        start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="reverse_start"))
+        start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="posterior"))
     reverse = run_ais(
         family,
         kernel,

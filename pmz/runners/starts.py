@@ -267,7 +267,7 @@ def mismatch_reason(reason: str, source: str) -> str:
     if source == "posterior":
         advice = (
             "are they draws of another model (other data, the same variable names)? Draw from this model "
-            "(pm.sample inside `with model:`) or leave posterior= / reverse_start= at their defaults"
+            "(pm.sample inside `with model:`) or leave posterior= at its default"
         )
     else:
         advice = f"the sampler ({source}) may not have converged: draw longer or check its diagnostics"
@@ -350,7 +350,7 @@ def hmc_starts(compiled, n: int, rng: np.random.Generator, *, n_chains: int = 32
         raise ModelSpecificationError(
             f"pmz: only {int(ok.sum())} of {X.shape[0]} reverse starts from pmz's HMC (reverse_start='hmc') have a "
             "finite log posterior: the chains did not find the region where the likelihood is non-zero. Pass "
-            "posterior draws (reverse_start=idata), or use method='auto' or method='smc'."
+            "posterior draws (posterior=idata), or use method='auto' or method='smc'."
         )
     return X[ok]
 
