@@ -35,7 +35,7 @@ from .families.optimal import (
     thermodynamic_metric,
 )
 from .families.schedules import SCHEDULES, make_schedule, validate_schedule
-from .kernels.tuning import adaptive_pilot, run_pilot
+from .runners.pilot import adaptive_pilot, run_pilot
 
 __all__ = ["SCHEDULE_DEFAULTS", "setup_schedule", "OPTIMAL_RULES"]
 

@@ -4,7 +4,7 @@ from .base import Kernel, KernelInfo, KernelParams, ParticleState
 from .hmc import HamiltonianMC
 from .rmhmc import GPRiemannianHMC
 from .rwmh import RandomWalkMetropolis
-from .tuning import TuningResult, tune_along_schedule
+from .tuning import TuningResult
 
 KERNELS = {"hmc": HamiltonianMC, "rwmh": RandomWalkMetropolis}
 
@@ -17,6 +17,5 @@ __all__ = [
     "GPRiemannianHMC",
     "RandomWalkMetropolis",
     "TuningResult",
-    "tune_along_schedule",
     "KERNELS",
 ]

@@ -24,7 +24,7 @@ a draw of ``q``, so the draws with ``level == K - 1`` are posterior draws, and a
 
 Setup, lazily at a chain's first ``astep`` and with the step's own random generator (which ``pm.sample`` seeds
 per chain from ``random_seed``, so runs are reproducible and ``cores=1`` gives the same bits as ``cores=2``):
-a pilot of ``n_pilot`` particles (:func:`pmz.kernels.tuning.tune_along_schedule`) sets each level's HMC scale and
+a pilot of ``n_pilot`` particles (:func:`pmz.runners.pilot.tune_along_schedule`) sets each level's HMC scale and
 step size and a first guess ``log Zhat_k`` (its resample-move estimate of ``log Z_k - log Z_0``), unless
 ``log_zhat`` is given. The start level is drawn from ``q(. | x_0)`` at PyMC's start point.
 
@@ -102,7 +102,7 @@ from pytensor.tensor.type import discrete_dtypes
 from ..families.schedules import make_schedule
 from ..kernels.base import KernelParams
 from ..kernels.hmc import HamiltonianMC
-from ..kernels.tuning import tune_along_schedule
+from ..runners.pilot import tune_along_schedule
 from ..model.pymc import ModelSpecificationError
 from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
 from ..runners.tempering import uniform_log_prior
