@@ -12,7 +12,8 @@ import pytest
 
 import pmz
 from pmz.families import SCHEDULES, LogDensityParts, PowerPosterior, make_schedule, validate_schedule
-from pmz.kernels import HamiltonianMC, KernelParams, RandomWalkMetropolis, tune_along_schedule
+from pmz.kernels import HamiltonianMC, KernelParams, RandomWalkMetropolis
+from pmz.runners.pilot import tune_along_schedule
 from pmz.model import CompiledModel
 
 PRIOR_MU, PRIOR_SIGMA, SIGMA = 0.0, 2.0, 1.0  # pmz.systems.normal_mean defaults

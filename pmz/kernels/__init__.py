@@ -5,7 +5,7 @@ from .hmc import HamiltonianMC
 from .probit_gibbs import ProbitGibbs
 from .rmhmc import GPRiemannianHMC
 from .rwmh import RandomWalkMetropolis
-from .tuning import TuningResult, tune_along_schedule
+from .tuning import TuningResult
 
 KERNELS = {"hmc": HamiltonianMC, "rwmh": RandomWalkMetropolis}
 
@@ -19,6 +19,5 @@ __all__ = [
     "ProbitGibbs",
     "RandomWalkMetropolis",
     "TuningResult",
-    "tune_along_schedule",
     "KERNELS",
 ]

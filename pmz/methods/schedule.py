@@ -30,7 +30,7 @@ import numpy as np
 from ..families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
 from ..families.optimal import constant_speed_schedule, decelerate
 from ..families.schedules import make_schedule, validate_schedule
-from ..kernels.tuning import adaptive_pilot, run_pilot
+from ..runners.pilot import adaptive_pilot, run_pilot
 from ..model.target import count_evaluations
 
 __all__ = ["setup_schedule"]

@@ -1,29 +1,9 @@
 """Resample-move sequential Monte Carlo and the adaptive resample-move algorithm (ARM) of Fraccaro, Paquet & Winther,
 over any :class:`~pmz.sequences.base.SMCSequence`, recorded as an :class:`~pmz.records.SMCRecord`.
 
-One stage of a run, from position ``t`` to ``t' = sequence.next_position(t, ...)`` (METHODS.md section 10):
-
-1. **anticipate** (``"arm_anticipate"`` only): with the look-ahead weights ``w~ ∝ Wbar W``, a particle with
-   ``c = floor(R w~) > 1`` is split into ``c`` copies of weight ``Wbar / c`` (so the move spreads them out where
-   the next distribution puts its mass);
-2. **move**: ``n_steps`` batched kernel steps invariant for ``p_t`` (none at the first stage, whose particles are
-   exact draws); the kernel's scale is the weighted particle sd and its step size follows the acceptance rate
-   (``log eps += gain (acceptance - target)`` after every step), as PyMC's and BlackJAX's SMC tune from the cloud;
-3. **smooth**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
-   ``Z_{t'} / Z_t`` is ``sum_r Wbar_r W_r``;
-4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` (``gamma_relative_to="pool"``, ARM as
-   METHODS.md states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
-   particles) and fewer than ``max_generate`` rounds, add
-   a block of particles that target ``p_t`` -- the last block copied and moved ``n_steps`` more steps (``"arm"``,
-   ``"arm_anticipate"``), or ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the
-   sequence, burnt in by ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of
-   ``p_{t_0}`` -- and pool all blocks, block ``b`` of
-   ``n_b`` particles getting total weight ``n_b / R_n`` (ARM Proposition 1); ``R_eff`` is the Kish ESS of
-   ``Wbar W`` over the pool;
-5. **resample**: ARM resamples back to ``R`` at every stage; resample-move (``"rm"``) when the ESS of the
-   accumulated weights falls below ``resample_threshold * R_n``;
-6. **augment**: the components ``p_{t'}`` adds are drawn from their exact conditional.
-
+A run is a short driver around one step, :func:`pmz.runners.smc_stage.smc_stage` (anticipate, move, reweight,
+generate, resample, augment: METHODS.md section 10): from ``t = t_start``, choose ``t' = sequence.next_position(t,
+...)`` from the weighted particles, take the stage, record its row, until ``t_end``.
 ``log Z = log Z_{t_0} + sum_stages log(sum_r Wbar_r W_r)``. Several independent runs (``n_runs``) are made one
 after the other, each vectorised over its particles (one batched log-density call per kernel step).
 """
@@ -32,17 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.base import KernelParams, ParticleState
-from ..kernels.tuning import _weighted_scale
 from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import SMCRecord
-from ..weights import ess, logsumexp, normalized_log_weights
-from .resampling import RESAMPLING_SCHEMES, resample
+from ..weights import logsumexp, normalized_log_weights
+from .resampling import RESAMPLING_SCHEMES
+from .smc_stage import ALGORITHMS, SMCSettings, smc_init, smc_stage
 
 __all__ = ["ALGORITHMS", "run_smc"]
 
-ALGORITHMS = ("rm", "arm", "arm_anticipate", "arm_reseed")
 _FIELDS = (
     "log_increment",
     "run",
@@ -61,150 +39,21 @@ _FIELDS = (
 )
 
 
-class _Mover:
-    """Moves particles with the sequence's kernel, tuning the kernel from the particle cloud.
-
-    ``scale`` is the weighted per-coordinate sd of the particles at the stage's start; the step size adapts after
-    every step, ``log eps += gain (mean acceptance - target)``, and carries over to the next stage.
-    """
-
-    def __init__(self, sequence, *, n_steps, tune, gain=1.0):
-        self.sequence = sequence
-        self.kernel = sequence.kernel
-        self.n_steps = int(n_steps)
-        self.tune = bool(tune) and self.kernel.tunable
-        self.gain = float(gain)
-        self.params = self.kernel.default_params(sequence.dim)
-        self.log_eps = float(np.log(self.params.step_size)) if self.kernel.tunable else np.nan
-        self.n_moves = 0
-        self.accept = []
-
-    def fit(self, state, log_w):
-        """Scale from the weighted cloud (tunable kernels)."""
-        if self.tune:
-            scale = _weighted_scale(state.x, log_w)
-            self.params = KernelParams(float(np.exp(self.log_eps)), scale, self.params.n_leapfrog)
-
-    def move(self, rng, state, t, n_steps=None):
-        for _ in range(self.n_steps if n_steps is None else int(n_steps)):
-            state, info = self.sequence.move(rng, state, t, self.params)
-            acceptance = float(np.mean(info.acceptance))
-            self.accept.append(acceptance)
-            self.n_moves += state.x.shape[0]
-            if self.tune:
-                self.log_eps = float(np.clip(self.log_eps + self.gain * (acceptance - self.kernel.target_acceptance), -12, 3))
-                self.params = KernelParams(float(np.exp(self.log_eps)), self.params.scale, self.params.n_leapfrog)
-        return state
-
-    def stage_stats(self):
-        """(mean acceptance, particle moves) since the last call."""
-        acc = float(np.mean(self.accept)) if self.accept else np.nan
-        moves, self.accept, self.n_moves = self.n_moves, [], 0
-        return acc, moves
-
-
-def _split(state, log_w, log_W_ahead, R):
-    """ARM-anticipate: particle ``r`` becomes ``max(1, floor(R w~_r))`` copies, each with weight ``Wbar_r / c_r``."""
-    look_ahead = np.exp(normalized_log_weights(log_w + log_W_ahead))
-    copies = np.maximum(1, np.floor(R * look_ahead)).astype(np.int64)
-    index = np.repeat(np.arange(copies.size), copies)
-    return state.take(index), np.repeat(normalized_log_weights(log_w) - np.log(copies), copies)
-
-
-def _one_run(sequence, rng, *, run, R, algorithm, mover, opts, rows, bar, max_stages):
-    """One SMC run; appends one dict per stage to ``rows``; returns (final state, final log weights, log Z)."""
-    state = sequence.start(rng, R)
-    log_w = np.zeros(R)
-    t = float(sequence.t_start)
-    begins_block = True
-    ess_start = float(R)
-    log_z = float(sequence.log_z0)
-    relative_to = (lambda n: n) if opts["gamma_relative_to"] == "pool" else (lambda n: R)  # noqa: E731
-    for stage in range(max_stages):
-        if t >= sequence.t_end:
+def _one_run(sequence, rng, settings: SMCSettings, *, run, rows, bar, max_stages):
+    """One SMC run; appends one dict per stage to ``rows``; returns the final :class:`SMCState`."""
+    state = smc_init(rng, sequence, settings)
+    for _ in range(max_stages):
+        if state.t >= sequence.t_end:
             break
-        t_new = float(sequence.next_position(t, state, log_w))
+        t, t_new = state.t, float(sequence.next_position(state.t, state.particles, state.log_w))
         if not t_new > t:
             raise RuntimeError(f"pmz: the sequence did not advance from position {t} (next {t_new})")
-        if stage > 0 and algorithm == "arm_anticipate":
-            log_W_ahead, _ = sequence.log_increment(state, t, t_new)
-            state, log_w = _split(state, log_w, log_W_ahead, R)
-        mover.fit(state, log_w)
-        if stage > 0:  # the first particles are exact draws of p_{t_0}
-            state = mover.move(rng, state, t)
-        log_W, state_new = sequence.log_increment(state, t, t_new)
-        blocks = [(state, state_new, normalized_log_weights(log_w), log_W)]
-
-        def pooled():
-            n_total = sum(b[0].x.shape[0] for b in blocks)
-            lw = np.concatenate([np.log(b[0].x.shape[0] / n_total) + b[2] for b in blocks])
-            return n_total, lw, np.concatenate([b[3] for b in blocks])
-
-        n_pool, pool_lw, pool_W = pooled()
-        gamma_initial = gamma = ess(pool_lw + pool_W) / relative_to(n_pool)
-        n_generate = 0
-        while algorithm != "rm" and gamma < opts["gamma_threshold"] and n_generate < opts["max_generate"]:
-            if stage == 0:  # exact draws of p_{t_0} are the best particles to add
-                new = sequence.start(rng, R)
-                new_lw = np.full(R, -np.log(R))
-            elif algorithm == "arm_reseed":
-                size = max(int((1 - gamma / opts["gamma_threshold"]) * R), int(opts["min_reseed"]))
-                new = mover.move(rng, sequence.fresh(rng, size, t), t, n_steps=opts["reseed_steps"])
-                new_lw = np.full(size, -np.log(size))
-            else:  # copy the last block and move it on
-                new = mover.move(rng, blocks[-1][0], t)
-                new_lw = blocks[-1][2]
-            new_W, new_state_new = sequence.log_increment(new, t, t_new)
-            blocks.append((new, new_state_new, new_lw, new_W))
-            n_pool, pool_lw, pool_W = pooled()
-            gamma = ess(pool_lw + pool_W) / relative_to(n_pool)
-            n_generate += 1
-        if begins_block:
-            ess_start = ess(pool_lw)
-        post = pool_lw + pool_W
-        log_increment = float(logsumexp(post))
-        if not np.isfinite(log_increment):
-            raise FloatingPointError(
-                f"pmz: every particle has zero (or non-finite) weight going from {sequence.label} = {t:g} to "
-                f"{t_new:g}: p_{{t'}} puts no mass where the particles are (check the model's support and the data), "
-                "or the step is far too large (lower cess_target, add temperatures)"
-            )
-        log_z += log_increment
-        ess_after = ess(post)
-        state = ParticleState.concatenate([b[1] for b in blocks])
-        last = t_new >= sequence.t_end
-        resampled = algorithm != "rm" or ess_after < opts["resample_threshold"] * n_pool
-        if resampled:
-            state = state.take(resample(rng, post, R, opts["resampling"]))
-            log_w = np.zeros(R)
-        else:
-            log_w = post
-        state = sequence.augment(rng, state, t, t_new)
-        acceptance, n_moves = mover.stage_stats()
-        rows.append(
-            dict(
-                log_increment=log_increment,
-                run=run,
-                position=t_new,
-                position_from=t,
-                n_particles=n_pool,
-                ess=ess_after,
-                ess_start=ess_start,
-                gamma=gamma,
-                gamma_initial=gamma_initial,
-                n_generate=n_generate,
-                acceptance=acceptance,
-                step_size=float(np.exp(mover.log_eps)) if mover.tune else np.nan,
-                n_moves=n_moves,
-                resampled=resampled or last,
-            )
-        )
-        begins_block = resampled
+        state, info = smc_stage(rng, state, t_new, sequence, settings)
+        rows.append({name: run if name == "run" else getattr(info, name) for name in _FIELDS})
         bar.update(t_new - t)
-        t = t_new
     else:
-        raise RuntimeError(f"pmz: SMC did not reach the end of the sequence in {max_stages} stages (at {t})")
-    return state, log_w, log_z
+        raise RuntimeError(f"pmz: SMC did not reach the end of the sequence in {max_stages} stages (at {state.t})")
+    return state
 
 
 def run_smc(
@@ -280,6 +129,7 @@ def run_smc(
         min_reseed=int(min_reseed),
         reseed_steps=int(reseed_steps),
     )
+    settings = SMCSettings(R, algorithm, int(n_steps), bool(tune), 1.0, **opts)
     evals = count_evaluations(sequence)
     rows, finals = [], []
     span = float(sequence.t_end - sequence.t_start)
@@ -289,12 +139,8 @@ def run_smc(
     ) as bar:
         for run, stream in enumerate(rng.spawn(n_runs)):
             bar.set_postfix_str(f"run {run + 1}/{n_runs}", refresh=False)
-            mover = _Mover(sequence, n_steps=n_steps, tune=tune)
-            state, log_w, log_z = _one_run(
-                sequence, stream, run=run, R=R, algorithm=algorithm, mover=mover, opts=opts, rows=rows, bar=bar,
-                max_stages=max_stages,
-            )
-            finals.append((state.x, normalized_log_weights(log_w) + log_z))
+            state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
+            finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
     final_x = final_log_w = None
     if keep_final:
         final_x = np.concatenate([x for x, _ in finals])

@@ -1,15 +1,20 @@
 """Simulated tempering on many parallel chains, recording a :class:`~pmz.records.TemperingTrace` (RTS Algorithm 1).
 
-Every chain carries a position x and a level k on the ladder ``b_0 = 0 < ... < b_{K-1} = 1``. One *sweep*:
+Every chain carries a position x and a level k on the ladder ``b_0 = 0 < ... < b_{K-1} = 1``. One *sweep*
+(:func:`tempering_sweep`: the step that :func:`run_tempering`, :func:`pmz.runners.wang_landau.run_wang_landau` and
+the PyMC step methods of :mod:`pmz.step_methods.tempering` share; :func:`tempering_init` starts the chains):
 
 1. move x with ``n_steps_per_sweep`` steps of the batched kernel, each chain at its own ``beta = b_{k_i}`` with
    that level's frozen kernel parameters (one batched log-density call per proposal for all chains);
-2. record ``q(. | x_i)`` over all K levels (Rao-Blackwellisation, RTS eq 9), the ``q``-weighted ``U`` and ``U^2``,
-   the visits, and ``U`` at the visited level;
+2. compute ``q(. | x_i)`` over all K levels at the new x (Rao-Blackwellisation, RTS eq 9);
 3. draw new levels from ``q(k | x)`` (Gibbs) or by +-1 Metropolis moves (:mod:`pmz.runners.levels`).
 
+:func:`run_tempering` drives sweeps with frozen guesses and records, per batch of sweeps, ``q``, the ``q``-weighted
+``U`` and ``U^2``, the visits, and ``U`` at the visited level.
+
 :func:`adapt_log_zhat` runs the *initial iterations* of RTS section 2.4: short runs alternating with the RTS
-update ``log Zhat_k <- log Zhat_k + log(c_hat_k / r_k) - log(c_hat_0 / r_0)``, each restarting from the chains'
+update ``log Zhat_k <- log Zhat_k + log(c_hat_k / r_k) - log(c_hat_0 / r_0)`` (:func:`rts_update`, in
+:mod:`pmz.runners.level_weights` with the other rules that adapt the guesses), each restarting from the chains'
 last x with fresh uniform levels, until ``max_k |r_k - c_hat_k| < tol / K``. With good ``Zhat`` every level is
 visited about ``r_k`` of the time, so the ladder mixes.
 
@@ -19,19 +24,23 @@ Runners record; the estimators in :mod:`pmz.estimators.rts`, :mod:`pmz.estimator
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..kernels.base import Kernel, params_per_particle
+from ..kernels.base import Kernel, ParticleState, params_per_particle
 from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import TemperingTrace
+from .level_weights import rts_update
 from .levels import level_log_probs, move_levels
 
 __all__ = [
     "run_tempering",
     "adapt_log_zhat",
+    "TemperingState",
+    "TemperingInfo",
+    "tempering_init",
     "tempering_sweep",
     "rts_update",
     "uniform_log_prior",
@@ -54,34 +63,98 @@ def start_outside_support_at_zero(levels, U, betas) -> np.ndarray:
     return np.where(np.isfinite(U), levels, 0)
 
 
-def tempering_sweep(
-    rng, state, levels, kernel: Kernel, family, betas, params, log_zhat, log_prior, level_move, n_steps
-):
-    """One sweep for all chains: x moves at each chain's level, then the levels move.
+@dataclass(frozen=True)
+class TemperingState:
+    """Simulated-tempering chains (a batch; the PyMC step methods use a batch of one).
 
-    Returns ``(state, new_levels, log_q, acceptance, level_accepted)`` where ``log_q (n, K)`` is ``log q(k | x)``
-    at the moved x (the Rao-Blackwellised statistics of the sample ``(x, levels)``).
+    Attributes
+    ----------
+    particles : ParticleState
+        Each chain's position x with its cached log-density parts (``U`` gives the level conditional).
+    levels : ndarray (n,) of int
+        Each chain's level k (``beta = b_k``).
     """
+
+    particles: ParticleState
+    levels: np.ndarray
+
+
+@dataclass(frozen=True)
+class TemperingInfo:
+    """What one sweep did, per chain.
+
+    Attributes
+    ----------
+    moved_at : ndarray (n,) of int
+        The levels at which x moved (the levels before the level move): ``(x, moved_at)`` is the recorded sample.
+    log_q : ndarray (n, K)
+        ``log q(k | x)`` at the moved x for every level, with the guesses of the sweep (Rao-Blackwellisation).
+    acceptance : ndarray (n,)
+        Kernel acceptance probability, averaged over the sweep's kernel steps.
+    level_accepted : ndarray (n,) of bool
+        Whether the level move was accepted (always True for Gibbs draws).
+    """
+
+    moved_at: np.ndarray
+    log_q: np.ndarray
+    acceptance: np.ndarray
+    level_accepted: np.ndarray
+
+
+def tempering_sweep(
+    rng,
+    state: TemperingState,
+    *,
+    family,
+    kernel: Kernel,
+    betas,
+    params,
+    log_zhat,
+    log_prior,
+    level_move: str = "gibbs",
+    n_steps: int = 1,
+) -> tuple[TemperingState, TemperingInfo]:
+    """One sweep of RTS Algorithm 1 for all chains: ``n_steps`` kernel steps on x, each chain at its own
+    ``beta = b_k`` with level k's parameters ``params[k]``, then ``log q(k | x)`` at the new x and a level move
+    (:func:`pmz.runners.levels.move_levels`). The same step serves :func:`run_tempering`,
+    :func:`pmz.runners.wang_landau.run_wang_landau` and the PyMC step methods (one chain).
+    """
+    levels = state.levels
     step_params = params_per_particle(params, levels)
     beta = betas[levels]
+    particles = state.particles
     acceptance = np.zeros(levels.size)
     for _ in range(n_steps):
-        state, info = kernel.step(rng, state, family, beta, step_params)
+        particles, info = kernel.step(rng, particles, family, beta, step_params)
         acceptance += info.acceptance
-    log_q = level_log_probs(state.parts.U, betas, log_zhat, log_prior)
+    log_q = level_log_probs(particles.parts.U, betas, log_zhat, log_prior)
     new_levels, accepted = move_levels(rng, levels, log_q, level_move)
-    return state, new_levels, log_q, acceptance / n_steps, accepted
+    return TemperingState(particles, new_levels), TemperingInfo(levels, log_q, acceptance / n_steps, accepted)
 
 
-def rts_update(log_zhat, c_hat, log_prior) -> np.ndarray:
-    """The RTS estimate of ``log Z_k - log Z_0`` from a run with guesses ``log_zhat``: RTS eq 10,
-    ``Z_k = Zhat_k (r_0 / r_k) (c_k / c_0)``. A level whose ``c_k`` underflowed to 0 gets the smallest finite
-    ``log c`` minus 50 nats: a finite guess far below the others, so the next run moves towards it."""
-    with np.errstate(divide="ignore"):
-        log_c = np.log(c_hat)
-    log_c = np.where(np.isfinite(log_c), log_c, np.min(log_c[np.isfinite(log_c)]) - 50.0)
-    new = log_zhat + log_c - log_prior
-    return new - new[0]
+def tempering_init(rng, family, kernel: Kernel, betas, n_chains: int, *, start_x=None, start_levels=None):
+    """The chains' start: ``x`` exact draws of f0 (or ``start_x``), levels uniform (or ``start_levels``), and a chain
+    outside the support of f1 at level 0 (:func:`start_outside_support_at_zero`)."""
+    x0 = family.sample_start(rng, n_chains) if start_x is None else np.asarray(start_x, dtype=float)
+    levels = rng.integers(0, betas.size, size=n_chains) if start_levels is None else np.asarray(start_levels, dtype=int)
+    particles = kernel.init_state(family, x0)
+    return TemperingState(particles, start_outside_support_at_zero(levels, particles.parts.U, betas))
+
+
+def _add_sample(sums, b, U, info: TemperingInfo, K: int):
+    """Add a sweep's Rao-Blackwellised and visited-level statistics to batch ``b`` of the trace's sums."""
+    q = np.exp(info.log_q)
+    moved_at = info.moved_at
+    finite = np.isfinite(U)
+    U_finite = np.where(finite, U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
+    sums["q"][b] += q.sum(axis=0)
+    sums["q_inf"][b] += q[~finite].sum(axis=0)
+    sums["inf"][b] += np.bincount(moved_at[~finite], minlength=K)
+    sums["qU"][b] += U_finite @ q
+    sums["qU2"][b] += U_finite**2 @ q
+    sums["counts"][b] += np.bincount(moved_at, minlength=K)
+    sums["U"][b] += np.bincount(moved_at, weights=U_finite, minlength=K)
+    sums["U2"][b] += np.bincount(moved_at, weights=U_finite**2, minlength=K)
 
 
 def run_tempering(
@@ -145,10 +218,7 @@ def run_tempering(
     log_zhat = np.asarray(log_zhat, dtype=float)
     log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
     evals = count_evaluations(family)
-    x0 = family.sample_start(rng, n_chains) if start_x is None else np.asarray(start_x, dtype=float)
-    levels = rng.integers(0, K, size=n_chains) if start_levels is None else np.asarray(start_levels, dtype=int)
-    state = kernel.init_state(family, x0)
-    levels = start_outside_support_at_zero(levels, state.parts.U, betas)
+    state = tempering_init(rng, family, kernel, betas, n_chains, start_x=start_x, start_levels=start_levels)
 
     B = max(1, min(int(n_batches), int(n_sweeps)))
     sums = {name: np.zeros((B, K)) for name in ("q", "qU", "qU2", "counts", "U", "U2", "inf", "q_inf")}
@@ -162,30 +232,20 @@ def run_tempering(
     log_q = None
     with progress_bar(total=n_sweeps, desc=desc, disable=not progressbar) as bar:
         for t in range(n_sweeps):
-            moved_at = levels
-            state, levels, log_q, acceptance, accepted = tempering_sweep(
-                rng, state, levels, kernel, family, betas, params, log_zhat, log_prior, level_move, n_steps_per_sweep
+            state, info = tempering_sweep(
+                rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
+                log_prior=log_prior, level_move=level_move, n_steps=n_steps_per_sweep,
             )
             b = t * B // n_sweeps
-            q = np.exp(log_q)
-            U = state.parts.U
-            finite = np.isfinite(U)
-            U_finite = np.where(finite, U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
-            sums["q"][b] += q.sum(axis=0)
-            sums["q_inf"][b] += q[~finite].sum(axis=0)
-            sums["inf"][b] += np.bincount(moved_at[~finite], minlength=K)
-            sums["qU"][b] += U_finite @ q
-            sums["qU2"][b] += U_finite**2 @ q
-            sums["counts"][b] += np.bincount(moved_at, minlength=K)
-            sums["U"][b] += np.bincount(moved_at, weights=U_finite, minlength=K)
-            sums["U2"][b] += np.bincount(moved_at, weights=U_finite**2, minlength=K)
+            _add_sample(sums, b, state.particles.parts.U, info, K)
             batch_size[b] += n_chains
-            accept_sum += np.bincount(moved_at, weights=acceptance, minlength=K)
-            accept_n += np.bincount(moved_at, minlength=K)
-            level_accepted += int(np.sum(accepted))
-            level_traces[t] = levels[:n_traces]
+            accept_sum += np.bincount(info.moved_at, weights=info.acceptance, minlength=K)
+            accept_n += np.bincount(info.moved_at, minlength=K)
+            level_accepted += int(np.sum(info.level_accepted))
+            level_traces[t] = state.levels[:n_traces]
             if store_draws:
-                draws_U[t], draws_level[t] = U, moved_at
+                draws_U[t], draws_level[t] = state.particles.parts.U, info.moved_at
+            log_q = info.log_q
             bar.update(1)
 
     with np.errstate(invalid="ignore"):
@@ -214,8 +274,8 @@ def run_tempering(
         kernel=kernel.name,
         draws_U=None if draws_U is None else draws_U.ravel(),
         draws_level=None if draws_level is None else draws_level.ravel(),
-        final_x=state.x,
-        final_levels=levels,
+        final_x=state.particles.x,
+        final_levels=state.levels,
         final_log_q=log_q,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,

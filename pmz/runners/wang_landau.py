@@ -24,7 +24,8 @@ import numpy as np
 
 from ..kernels.base import Kernel
 from ..progress import progress_bar
-from .tempering import start_outside_support_at_zero, tempering_sweep, uniform_log_prior
+from .level_weights import wang_landau_init, wang_landau_update
+from .tempering import tempering_init, tempering_sweep, uniform_log_prior
 
 __all__ = ["run_wang_landau", "WL_UPDATES"]
 
@@ -52,7 +53,8 @@ def run_wang_landau(
     n_snapshots: int = 50,
     progressbar: bool = True,
 ):
-    """Adapt level weights by Wang-Landau for ``n_sweeps`` sweeps of ``n_chains`` chains.
+    """Adapt level weights by Wang-Landau for ``n_sweeps`` sweeps of ``n_chains`` chains: a short driver around
+    :func:`pmz.runners.tempering.tempering_sweep` and :func:`pmz.runners.level_weights.wang_landau_update`.
 
     Returns ``(log_g, x, levels, info)``: the learnt ``theta - theta_0`` (an estimate of ``log Z_k - log Z_0``),
     the chains' last positions and levels, and a dict with ``gamma`` (per sweep), ``halvings`` (sweeps at which
@@ -69,13 +71,9 @@ def run_wang_landau(
     betas = np.asarray(betas, dtype=float)
     K = betas.size
     log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
-    theta = np.zeros(K) if log_g is None else np.asarray(log_g, dtype=float).copy()
-    x0 = family.sample_start(rng, n_chains) if start_x is None else start_x
-    state = kernel.init_state(family, x0)
-    levels = start_outside_support_at_zero(rng.integers(0, K, size=n_chains), state.parts.U, betas)
-    prior = np.exp(log_prior)
-    gamma, one_over_t_from = float(gamma0), -1
-    histogram, visits = np.zeros(K), np.zeros(K)
+    wl = wang_landau_init(K, gamma0, log_g)
+    state = tempering_init(rng, family, kernel, betas, n_chains, start_x=start_x)
+    visits = np.zeros(K)
     gammas, halvings = np.empty(n_sweeps), []
     snapshot_at = set(np.unique(np.linspace(0, n_sweeps - 1, min(n_snapshots, n_sweeps)).astype(int)).tolist())
     history = []
@@ -83,36 +81,29 @@ def run_wang_landau(
     level_traces = np.empty((n_sweeps, n_traces), dtype=int)
     with progress_bar(total=n_sweeps, desc="Wang-Landau", disable=not progressbar) as bar:
         for t in range(1, n_sweeps + 1):
-            state, levels, log_q, _, _ = tempering_sweep(
-                rng, state, levels, kernel, family, betas, params, theta, log_prior, level_move, n_steps_per_sweep
+            state, info = tempering_sweep(
+                rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=wl.log_g,
+                log_prior=log_prior, level_move=level_move, n_steps=n_steps_per_sweep,
             )
-            occupied = np.bincount(levels, minlength=K)
-            v = np.exp(log_q).mean(axis=0) if update == "rb" else occupied / n_chains
-            if one_over_t_from >= 0:
-                gamma = 1.0 / t
-            theta = theta + np.log1p(gamma) * v / prior
-            theta = theta - theta[0]
-            histogram += occupied
+            occupied = np.bincount(state.levels, minlength=K)
+            v = np.exp(info.log_q).mean(axis=0) if update == "rb" else occupied / n_chains
+            wl, wl_info = wang_landau_update(wl, v, occupied, log_prior=log_prior, flatness=flatness)
             visits += occupied
-            if one_over_t_from < 0 and np.all(histogram / prior >= (1 - flatness) * np.mean(histogram / prior)):
-                gamma /= 2.0
+            if wl_info.halved:
                 halvings.append(t)
-                histogram = np.zeros(K)
-                if gamma < 1.0 / t:  # the 1/t rule from now on (checked when the histogram is flat)
-                    one_over_t_from, gamma = t, 1.0 / t
-            gammas[t - 1] = gamma
-            level_traces[t - 1] = levels[:n_traces]
+            gammas[t - 1] = wl.gamma
+            level_traces[t - 1] = state.levels[:n_traces]
             if t - 1 in snapshot_at:
-                history.append(theta.copy())
+                history.append(wl.log_g.copy())
             bar.update(1)
     info = {
         "gamma": gammas,
         "halvings": np.array(halvings, dtype=int),
-        "one_over_t_from": int(one_over_t_from),
-        "histogram": histogram,
+        "one_over_t_from": int(wl.one_over_t_from),
+        "histogram": wl.histogram,
         "visits": visits,
         "log_g_history": np.array(history),
         "level_traces": level_traces,
         "update": update,
     }
-    return theta, state.x, levels, info
+    return wl.log_g, state.particles.x, state.levels, info

@@ -8,6 +8,7 @@
 
 from .from_trace import rts, tempered_weights
 from .rmhmc import GPRMHMC
-from .tempering import SimulatedTempering, WangLandau
+from .simulated_tempering import SimulatedTempering
+from .wang_landau import WangLandau
 
 __all__ = ["SimulatedTempering", "WangLandau", "GPRMHMC", "rts", "tempered_weights"]

@@ -8,8 +8,8 @@ must have the structure :func:`pmz.model.gp.gp_structure` detects (one latent ve
 prior of fixed mean and covariance, ``pm.gp.Latent`` whitened or not, or ``pm.MvNormal``; one factorised Normal /
 Bernoulli probit or logit / Poisson likelihood); anything else raises ``ModelSpecificationError``.
 
-Step size, while ``pm.sample`` tunes: dual averaging (Nesterov 2009; Hoffman & Gelman 2014, section 3.2) of
-``log eps`` towards acceptance ``target_accept``,
+Step size, while ``pm.sample`` tunes: dual averaging (Nesterov 2009; Hoffman & Gelman 2014, section 3.2;
+:mod:`pmz.kernels.adaptation`) of ``log eps`` towards acceptance ``target_accept``,
 
     h_m = (1 - 1/(m + t0)) h_{m-1} + (target - a_m) / (m + t0),     log eps_m = mu - sqrt(m) h_m / gamma,
     log eps_bar_m = m^-kappa log eps_m + (1 - m^-kappa) log eps_bar_{m-1},
@@ -46,33 +46,13 @@ import pymc as pm
 from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.util import get_value_vars_from_user_vars
 
+from ..kernels.adaptation import dual_averaging_init, dual_averaging_step_size, dual_averaging_update
 from ..kernels.base import KernelParams
 from ..kernels.rmhmc import GPRiemannianHMC
 from ..model.gp import gp_structure
 from .base import PowerPosteriorStep
 
 __all__ = ["GPRMHMC"]
-
-
-class _DualAveraging:
-    """Dual averaging of ``log eps`` (Hoffman & Gelman 2014, Algorithm 5; see the module docstring)."""
-
-    def __init__(self, step_size, target, gamma=0.05, t0=10.0, kappa=0.75):
-        self.mu = np.log(10.0 * step_size)
-        self.target, self.gamma, self.t0, self.kappa = target, gamma, t0, kappa
-        self.m, self.h, self.log_eps, self.log_eps_bar = 0, 0.0, np.log(step_size), 0.0
-
-    def update(self, accept: float):
-        self.m += 1
-        m = self.m
-        self.h = (1 - 1 / (m + self.t0)) * self.h + (self.target - accept) / (m + self.t0)
-        self.log_eps = float(np.clip(self.mu - np.sqrt(m) / self.gamma * self.h, -12.0, 3.0))
-        eta = m**-self.kappa
-        self.log_eps_bar = eta * self.log_eps + (1 - eta) * self.log_eps_bar
-
-    @property
-    def final_step_size(self) -> float:
-        return float(np.exp(self.log_eps_bar if self.m else self.log_eps))
 
 
 class GPRMHMC(PowerPosteriorStep):
@@ -169,11 +149,11 @@ class GPRMHMC(PowerPosteriorStep):
     # ------------------------------------------------------------------ PyMC hooks
     def stop_tuning(self):
         super().stop_tuning()
-        self.step_size = self._adapt.final_step_size
+        self.step_size = dual_averaging_step_size(self._adapt)
 
     def _reset_chain(self):
         self.step_size = self.initial_step_size
-        self._adapt = _DualAveraging(self.initial_step_size, self.target_accept)
+        self._adapt = dual_averaging_init(self.initial_step_size)
         self._state = None
 
     # ------------------------------------------------------------------ one draw
@@ -182,12 +162,12 @@ class GPRMHMC(PowerPosteriorStep):
         if self._state is None or not np.array_equal(self._state.x[0], x):
             self._state = self.kernel.init_state(self.family, x[None, :])  # first draw, or moved elsewhere
         tuning = bool(self.tune)
-        step_size = float(np.exp(self._adapt.log_eps)) if tuning else self.step_size
+        step_size = float(np.exp(self._adapt.log_step_size)) if tuning else self.step_size
         params = KernelParams(step_size, np.ones(self.layout.dim), self.kernel.n_leapfrog)
         state, info = self.kernel.step(self.rng, self._state, self.family, 1.0, params)
         accept = float(info.acceptance[0])
         if tuning:
-            self._adapt.update(accept)
+            self._adapt = dual_averaging_update(self._adapt, accept, self.target_accept)
         self._state = state
         energy_error = float(info.energy_error[0])
         diverging = not bool(info.converged[0]) or not abs(energy_error) <= self.max_energy_error
