@@ -9,7 +9,7 @@ Model: ``pmz.systems.bimodal_posterior()``, a two-component Gaussian mixture wit
 (label switching): two posterior modes of equal mass 1/2, 33 posterior sds apart; its log evidence is known by
 quadrature. For each sampler we report, per chain, the share of its beta = 1 draws in the mode mu1 < mu2 (ideal:
 0.5) and the number of mode switches among those draws; for the tempering samplers also the share after
-reweighting all draws to beta = 1 (``pmz.tempered_weights``) and log Z from the trace (``pmz.rts``).
+reweighting all draws to beta = 1 (``pmz.tempered_weights``) and log Z from the trace (``pmz.tempered_evidence``).
 """
 
 import argparse
@@ -72,7 +72,7 @@ def run_sampler(model, name, draws, tune, chains, seed):
         switches.append(w[0])
     weights = np.asarray(pmz.tempered_weights(idata))
     reweighted = float(np.sum(weights * (mode_label(mu) == 0)))
-    estimate = pmz.rts(idata)
+    estimate = pmz.tempered_evidence(idata)
     row.update(
         share=np.array(shares),
         switches=np.array(switches),
@@ -101,7 +101,7 @@ def main(argv=None):
 
     lines = [
         "| sampler | share of beta = 1 draws in mode mu1 < mu2, per chain | mode switches per chain | "
-        "reweighted share (all draws) | log Z (pmz.rts) | time (s) |",
+        "reweighted share (all draws) | log Z (pmz.tempered_evidence) | time (s) |",
         "| --- | --- | --- | ---: | --- | ---: |",
     ]
     for r in rows:
@@ -123,7 +123,7 @@ def main(argv=None):
     for r in rows:
         if "log_z" in r:
             evidence_lines.append(
-                f"| pmz.rts(idata), {r['sampler']} | {r['log_z']:.4f} | {r['log_z_se']:.4f} | "
+                f"| pmz.tempered_evidence(idata), {r['sampler']} | {r['log_z']:.4f} | {r['log_z_se']:.4f} | "
                 f"{r['log_z'] - system.log_z:+.4f} |"
             )
     evidence_table = "\n".join(evidence_lines)

@@ -16,7 +16,7 @@ from .model.energy import EnergyModel
 from .model.pymc import ModelSpecificationError
 from .plots import plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
-from .step_methods import GPRMHMC, SimulatedTempering, WangLandau, rts, tempered_weights
+from .step_methods import GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
 __all__ = [
     "evidence",
@@ -35,8 +35,17 @@ __all__ = [
     "SimulatedTempering",
     "WangLandau",
     "GPRMHMC",
-    "rts",
+    "tempered_evidence",
     "tempered_weights",
     "systems",
     "__version__",
 ]
+
+#: public names that an earlier version spelled differently: the old name gives an error naming the new one
+_RENAMED = {"rts": "tempered_evidence"}
+
+
+def __getattr__(name):
+    if name in _RENAMED:
+        raise AttributeError(f"pmz.{name} was renamed pmz.{_RENAMED[name]} (the same function)")
+    raise AttributeError(f"module 'pmz' has no attribute {name!r}")

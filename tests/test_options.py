@@ -85,3 +85,9 @@ def test_config_of_another_method_is_a_clear_error(normal_mean):
         pmz.evidence(normal_mean, method="bar", config=opts.SMCOptions(), progressbar=False)
     with pytest.raises(TypeError, match="unknown option"):
         pmz.evidence(normal_mean, method="bar", n_particles=100, progressbar=False)
+
+
+def test_renamed_public_function_names_its_new_name():
+    with pytest.raises(AttributeError, match=r"pmz.rts was renamed pmz.tempered_evidence"):
+        pmz.rts
+    assert callable(pmz.tempered_evidence)

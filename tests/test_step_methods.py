@@ -1,4 +1,4 @@
-"""pmz's PyMC step methods (SimulatedTempering, WangLandau) and the trace estimators rts / tempered_weights.
+"""pmz's PyMC step methods (SimulatedTempering, WangLandau) and the trace estimators tempered_evidence / tempered_weights.
 
 Statistical tests on the conjugate normal-mean model (exact log evidence and exact posterior), fixed seeds.
 """
@@ -13,7 +13,7 @@ import xarray as xr
 from pymc.step_methods.compound import Competence
 
 import pmz
-from pmz.step_methods import SimulatedTempering, WangLandau, rts, tempered_weights
+from pmz.step_methods import SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
 SEED = 20261122
 N_TEMPS = 15
@@ -53,7 +53,7 @@ def st_idata(system):
 
 
 def test_rts_matches_exact_log_z(st_idata, system):
-    est = rts(st_idata)
+    est = tempered_evidence(st_idata)
     assert abs(est.log_z - system.log_z) < 4 * est.log_z_se + 0.05, (est.log_z, system.log_z, est.log_z_se)
     assert 0 < est.log_z_se < 0.2
     assert est.diagnostics["n_chains"] == 2 and est.diagnostics["n_groups"] == 20
@@ -151,7 +151,7 @@ def test_wang_landau(system):
     with system.model:
         step = WangLandau(n_temps=N_TEMPS)
         idata = pm.sample(draws=1000, tune=1000, chains=2, cores=1, step=step, random_seed=SEED, **SAMPLE)
-    est = rts(idata)
+    est = tempered_evidence(idata)
     assert abs(est.log_z - system.log_z) < 4 * est.log_z_se + 0.1, (est.log_z, system.log_z, est.log_z_se)
     assert 0 < est.log_z_se < 0.2
     lz = idata.sample_stats["log_zhat"].values
@@ -201,6 +201,6 @@ def test_rts_needs_a_tempering_trace(system, st_idata):
     with system.model:
         idata = pm.sample(draws=20, tune=20, chains=1, step=pm.Metropolis(), random_seed=1, **SAMPLE)
     with pytest.raises(ValueError, match="SimulatedTempering"):
-        rts(idata)
+        tempered_evidence(idata)
     with pytest.raises(ValueError, match="n_batches_per_chain"):
-        rts(st_idata, n_batches_per_chain=0)
+        tempered_evidence(st_idata, n_batches_per_chain=0)

@@ -79,9 +79,15 @@ def tuned_steps(rng, state, step, params: KernelParams, n_steps: int, *, log_ste
     return state, params, log_step_size, acceptance
 
 
+def _scalar_or_array(x):
+    """A float for a 0-d result (one chain), the array otherwise (one step size per chain)."""
+    return float(x) if np.ndim(x) == 0 else np.asarray(x)
+
+
 @dataclass(frozen=True)
 class DualAveragingState:
-    """Dual averaging of ``log eps`` after ``m`` updates (see the module docstring).
+    """Dual averaging of ``log eps`` after ``m`` updates (see the module docstring); the fields are floats for one
+    chain or arrays (one entry per chain) for many adapted at once.
 
     Attributes
     ----------
@@ -104,8 +110,11 @@ class DualAveragingState:
     mu: float
 
 
-def dual_averaging_init(step_size: float) -> DualAveragingState:
-    return DualAveragingState(np.log(step_size), 0.0, 0.0, 0, np.log(10.0 * step_size))
+def dual_averaging_init(step_size) -> DualAveragingState:
+    """The state before any update: ``log eps_0``, ``mu = log(10 eps_0)`` (a float, or an array of chains)."""
+    log_eps = _scalar_or_array(np.log(step_size))
+    zero = _scalar_or_array(np.zeros_like(log_eps))
+    return DualAveragingState(log_eps, zero, zero, 0, _scalar_or_array(np.log(10.0 * np.asarray(step_size))))
 
 
 def dual_averaging_update(
@@ -113,15 +122,16 @@ def dual_averaging_update(
 ) -> DualAveragingState:
     """One dual-averaging update after a transition with acceptance probability ``acceptance``."""
     m = state.m + 1
-    h = (1 - 1 / (m + t0)) * state.h + (target - acceptance) / (m + t0)
-    log_eps = float(np.clip(state.mu - np.sqrt(m) / gamma * h, *LOG_STEP_SIZE_BOUNDS))
+    w = 1.0 / (m + t0)
+    h = (1 - w) * state.h + w * (target - acceptance)
+    log_eps = _scalar_or_array(np.clip(state.mu - np.sqrt(m) / gamma * h, *LOG_STEP_SIZE_BOUNDS))
     eta = m**-kappa
     return DualAveragingState(log_eps, eta * log_eps + (1 - eta) * state.log_step_size_avg, h, m, state.mu)
 
 
 def dual_averaging_step_size(state: DualAveragingState) -> float:
     """The step size to freeze when tuning ends: ``eps_bar`` (``eps_0`` before any update)."""
-    return float(np.exp(state.log_step_size_avg if state.m else state.log_step_size))
+    return _scalar_or_array(np.exp(state.log_step_size_avg if state.m else state.log_step_size))
 
 
 def weighted_scale(X, log_w, floor=1e-8) -> np.ndarray:

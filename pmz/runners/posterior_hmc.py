@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..diagnostics import split_rhat
+from ..kernels.adaptation import dual_averaging_init, dual_averaging_step_size, dual_averaging_update
 from ..model.target import count_evaluations
 
 __all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
@@ -134,35 +135,6 @@ def max_split_rhat(x, log_posterior) -> float:
     return float(np.nanmax(rhat)) if np.isfinite(rhat).any() else np.inf
 
 
-class _DualAveraging:
-    """Per-chain step-size adaptation (Hoffman & Gelman 2014, eq 6): ``log eps`` is driven so that the mean
-    acceptance equals the target; ``eps_bar`` is the iterate average used after warm-up."""
-
-    def __init__(self, eps):
-        self.mu = np.log(10 * eps)
-        self.log_eps = np.log(eps)
-        self.log_eps_bar = np.zeros_like(eps)
-        self.h_bar = np.zeros_like(eps)
-        self.t = 0
-
-    def update(self, acceptance):
-        self.t += 1
-        t = self.t
-        w = 1.0 / (t + 10.0)
-        self.h_bar = (1 - w) * self.h_bar + w * (_TARGET_ACCEPT - acceptance)
-        self.log_eps = self.mu - np.sqrt(t) / 0.05 * self.h_bar
-        eta = t**-0.75
-        self.log_eps_bar = eta * self.log_eps + (1 - eta) * self.log_eps_bar
-
-    @property
-    def eps(self):
-        return np.exp(self.log_eps)
-
-    @property
-    def eps_bar(self):
-        return np.exp(self.log_eps_bar)
-
-
 def _hmc_step(compiled, rng, x, value, grad, eps, chol, n_leapfrog):
     """One HMC transition of every chain; ``chol`` is the metric's Cholesky factor (dense) or sd (diagonal)."""
     n, dim = x.shape
@@ -257,7 +229,7 @@ def sample_posterior(
     dense = dim <= dense_max
     metric, chol = (np.eye(dim), np.eye(dim)) if dense else (np.ones(dim), np.ones(dim))
     eps = np.full(n_chains, 0.5 / max(dim, 1) ** 0.25)
-    adapt = _DualAveraging(eps)
+    adapt = dual_averaging_init(eps)  # one step size per chain (Hoffman & Gelman 2014, section 3.2)
 
     def n_leapfrog_for(eps, cap):
         return int(np.clip(round(trajectory_length / np.median(eps)), 1, cap))
@@ -269,9 +241,10 @@ def sample_posterior(
         window = []
         for _ in range(length):
             cap = 10 if phase == 0 else max_leapfrog
-            n_leapfrog = n_leapfrog_for(adapt.eps, cap)
-            x, value, grad, acc, _ = _hmc_step(compiled, rng, x, value, grad, adapt.eps, chol, n_leapfrog)
-            adapt.update(np.where(np.isfinite(acc), acc, 0.0))
+            eps = np.exp(adapt.log_step_size)
+            n_leapfrog = n_leapfrog_for(eps, cap)
+            x, value, grad, acc, _ = _hmc_step(compiled, rng, x, value, grad, eps, chol, n_leapfrog)
+            adapt = dual_averaging_update(adapt, np.where(np.isfinite(acc), acc, 0.0), _TARGET_ACCEPT)
             if kind == "slow":
                 window.append(x)
             done += 1
@@ -279,12 +252,13 @@ def sample_posterior(
                 progress("warm-up", done / (n_warmup + n_draws))
         if kind == "slow" and window:
             metric, chol = _metric_from(np.concatenate(window), dense)
-            adapt = _DualAveraging(adapt.eps_bar if adapt.t > 10 else adapt.eps)
+            restart = dual_averaging_step_size(adapt) if adapt.m > 10 else np.exp(adapt.log_step_size)
+            adapt = dual_averaging_init(restart)
     empty = PosteriorDraws(
         x=np.empty((n_chains, 0, dim)),
         log_posterior=np.empty((n_chains, 0)),
-        step_size=adapt.eps_bar,
-        n_leapfrog=n_leapfrog_for(adapt.eps_bar, max_leapfrog),
+        step_size=dual_averaging_step_size(adapt),
+        n_leapfrog=n_leapfrog_for(dual_averaging_step_size(adapt), max_leapfrog),
         metric=metric,
         acceptance=0.0,
         divergences=0,

@@ -3,12 +3,12 @@
 >>> import pymc as pm, pmz                                                   # doctest: +SKIP
 >>> with model:                                                              # doctest: +SKIP
 ...     idata = pm.sample(step=pmz.SimulatedTempering(n_temps=15), random_seed=1)
->>> pmz.rts(idata).log_z                                                     # doctest: +SKIP
+>>> pmz.tempered_evidence(idata).log_z                                                     # doctest: +SKIP
 """
 
-from .from_trace import rts, tempered_weights
+from .from_trace import tempered_evidence, tempered_weights
 from .rmhmc import GPRMHMC
 from .simulated_tempering import SimulatedTempering
 from .wang_landau import WangLandau
 
-__all__ = ["SimulatedTempering", "WangLandau", "GPRMHMC", "rts", "tempered_weights"]
+__all__ = ["SimulatedTempering", "WangLandau", "GPRMHMC", "tempered_evidence", "tempered_weights"]

@@ -4,7 +4,7 @@ Draw i of the trace (all chains, all post-tuning draws, ``N`` in total) carries 
 ``Q_i = q_i(. | x_i)`` over all K levels (stat ``rb_probs``), the guesses ``log Zhat^(i)`` it was made with
 (``log_zhat``) and the prior over levels ``log r`` (``log_prior``).
 
-:func:`rts` maximises the multinomial likelihood of RTS Appendix A (Carlson et al. 2016) over ``z_k = log Z_k -
+:func:`tempered_evidence` maximises the multinomial likelihood of RTS Appendix A (Carlson et al. 2016) over ``z_k = log Z_k -
 log Z_0`` (``z_0 = 0``),
 
     L(z) = sum_i sum_k Q_ik log pi_k^(i)(z),      pi^(i)(z) = softmax_k(log r_k + z_k - log Zhat^(i)_k),
@@ -45,7 +45,7 @@ from ..inference_data import get_group, is_inference_data
 from ..records import EvidenceEstimate
 from ..weights import ess, logsumexp
 
-__all__ = ["rts", "tempered_weights"]
+__all__ = ["tempered_evidence", "tempered_weights"]
 
 _STATS = ("rb_probs", "log_zhat", "log_prior")
 
@@ -71,11 +71,11 @@ def _tempering_stats(idata):
         raise ValueError(f"pmz: the tempering stats have different shapes {sorted(shapes)}")
     log_prior = out["log_prior"]
     if not np.allclose(log_prior, log_prior[:1, :1]):
-        raise ValueError("pmz: the prior over levels (log_prior) changes between draws; rts needs one prior")
+        raise ValueError("pmz: the prior over levels (log_prior) changes between draws; tempered_evidence needs one prior")
     return out, stats
 
 
-def rts(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstimate:
+def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstimate:
     """RTS estimate of log Z (log p(y)) from a tempering trace (see module docstring).
 
     Parameters
@@ -109,7 +109,7 @@ def rts(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstimate:
     warnings = list(est.warnings)
     if gap > 0.5 / K:
         warnings.append(
-            f"pmz: rts: the level marginal is far from the prior over levels (max |r_k - c_k| = {gap:.3g}): some "
+            f"pmz: tempered_evidence: the level marginal is far from the prior over levels (max |r_k - c_k| = {gap:.3g}): some "
             "levels were rarely visited; tune longer or give better log_zhat guesses"
         )
     diagnostics = dict(est.diagnostics, max_gap=gap, n_chains=int(n_chains), n_draws=int(n_draws))
@@ -120,13 +120,13 @@ def tempered_weights(idata, *, estimate: EvidenceEstimate | None = None) -> xr.D
     """Self-normalised importance weights ``(chain, draw)`` of all draws for the beta = 1 posterior.
 
     ``E_post[h] ≈ sum_i w_i h(x_i)``; see the module docstring for the formula. ``estimate`` is the result of
-    :func:`rts` on the same trace (computed when not given). The Kish effective sample size
+    :func:`tempered_evidence` on the same trace (computed when not given). The Kish effective sample size
     ``(sum w)^2 / sum w^2`` is in ``attrs["ess_kish"]``; it ignores autocorrelation, so for a Monte Carlo error of a
     weighted mean use the ESS of the series ``N w_i (h_i - mean)`` (e.g. ``arviz.mcse(..., method="mean")``).
     """
     stats, sample_stats = _tempering_stats(idata)
     if estimate is None:
-        estimate = rts(idata)
+        estimate = tempered_evidence(idata)
     z = np.asarray(estimate.diagnostics["log_z_k"], dtype=float) - estimate.diagnostics["log_z_k"][0]
     log_prior = stats["log_prior"]
     log_zhat = stats["log_zhat"]

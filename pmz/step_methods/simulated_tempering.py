@@ -18,7 +18,7 @@ __all__ = ["SimulatedTempering"]
 class SimulatedTempering(_TemperingStep):
     """Simulated tempering over the power-posterior ladder, one chain per PyMC chain (RTS Algorithm 1).
 
-    Use ``pm.sample(step=pmz.SimulatedTempering(...))`` on a continuous model, then ``pmz.rts(idata)`` for
+    Use ``pm.sample(step=pmz.SimulatedTempering(...))`` on a continuous model, then ``pmz.tempered_evidence(idata)`` for
     log p(y) and ``pmz.tempered_weights(idata)`` for posterior expectations from all draws. See
     :mod:`pmz.step_methods.tempering` for the algorithm, the adaptation during tuning and the stats.
 
