@@ -75,7 +75,7 @@ def run_one(truth, K: int, n_paths: int, seed: int, schedule: str = "linear"):
         n_paths=n_paths,
         rng=np.random.default_rng(seed),
         progressbar=False,
-        keep_final=False,
+        keep_particles=False,
     )
     seconds = time.perf_counter() - t0
     est = jarzynski(record, n_bootstrap=0)
@@ -165,7 +165,7 @@ def reference(
     family, kernel = EnergyFamily(truth.model), truth.model.kernel
     betas = make_schedule("linear", K_heat)
     params = [kernel.default_params(family.dim)] * (K_heat + 1)
-    fwd = run_ais(family, kernel, betas, params, n_paths=n_paths, rng=s_fwd, progressbar=False, keep_final=False)
+    fwd = run_ais(family, kernel, betas, params, n_paths=n_paths, rng=s_fwd, progressbar=False, keep_particles=False)
     est = jarzynski(fwd, rng=np.random.default_rng(0))
     results["forward heat bath"] = est
     log(
@@ -187,7 +187,7 @@ def reference(
         n_paths=n_paths,
         rng=s_joint,
         progressbar=False,
-        keep_final=False,
+        keep_particles=False,
     )
     jest = jarzynski(jrec, rng=np.random.default_rng(0))
     results["forward joint block Gibbs"] = jest
@@ -207,7 +207,7 @@ def reference(
         n_paths=n_paths,
         rng=s_rev,
         progressbar=False,
-        keep_final=False,
+        keep_particles=False,
         direction="reverse",
         starts=starts,
     )

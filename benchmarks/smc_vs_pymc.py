@@ -130,7 +130,7 @@ class Config:
         seq = s["sequence"]
         path = (f"adaptive, cess {s['cess_target']}" if s["schedule"] == "adaptive"
                 else f"{s['schedule']} {s['n_temps']} temps") if seq == "tempering" else "data, adaptive"
-        return f"n_particles={s['n_particles']}, n_runs={s['n_runs']}, n_steps={s['n_steps']}, {path}"
+        return f"n_particles={s['n_particles']}, n_runs={s['n_runs']}, n_steps_per_temp={s['n_steps_per_temp']}, {path}"
 
 
 def make_configs(system: str, data_particles: int) -> list[Config]:

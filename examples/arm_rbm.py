@@ -5,7 +5,7 @@
     python examples/arm_rbm.py --write-doc     # also writes docs/arm_rbm.md and docs/figures/arm_rbm.png
 
 The sequence (ARM section 5.1, eq 13-14; ``sequence="units"``): the visible units of the RBM enter one per stage,
-most variable first (``unit_order="variance"``), the hidden units summed out; moves are ``n_steps`` heat-bath
+most variable first (``unit_order="variance"``), the hidden units summed out; moves are ``n_steps_per_temp`` heat-bath
 sweeps over the units already in. ARM, ARM-anticipate, ARM-reseed (``method="arm"``, ``variant=...``) and plain
 resample-move (RM, ``method="smc"``) at several base particle counts R; AIS (``method="ais"``, its defaults: the
 heat bath on the geometric path from the base-rate model, power schedule) with 100 paths at several schedule
@@ -54,7 +54,7 @@ FULL = {
 QUICK = {
     "h20": dict(runs=3, sizes={"ARM": (50,), "ARM-anticipate": (50,), "RM": (100,), "AIS": (30, 100)}),
 }
-STUDY_R = 100  # n_steps and unit-order studies (20 hidden units, ARM and RM)
+STUDY_R = 100  # n_steps_per_temp and unit-order studies (20 hidden units, ARM and RM)
 STUDY_N_STEPS = (1, 20)  # besides the default 5 of the main table
 SMC_N_STEPS = 5
 
@@ -68,7 +68,7 @@ def run_one(model, algorithm, size, seed, **extra):
     method, options = ALGORITHMS[algorithm]
     size_option = {"n_temps": size} if method == "ais" else {"n_particles": size, "n_runs": 1, "sequence": "units"}
     if method != "ais":
-        options = {"n_steps": SMC_N_STEPS, "keep_particles": False, **options}
+        options = {"n_steps_per_temp": SMC_N_STEPS, "keep_particles": False, **options}
     cpu0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -271,19 +271,20 @@ def run_system(key, design, v_stage=None):
 
 
 def studies(runs, v_stage):
-    """n_steps and unit order, ARM and RM at R = STUDY_R on the 20-hidden-unit RBM (and ARM in raster order with
-    20 sweeps per stage, to tell mixing from the order's own difficulty)."""
+    """n_steps_per_temp and unit order, ARM and RM at R = STUDY_R on the 20-hidden-unit RBM (and ARM in raster order
+    with 20 sweeps per stage, to tell mixing from the order's own difficulty)."""
     truth = rbm_digits(20)
     rows = []
     for algorithm in ("ARM", "RM"):
-        for n_steps in STUDY_N_STEPS:
+        for steps in STUDY_N_STEPS:
             rows.append(run_series(truth.model, truth.log_z, algorithm, STUDY_R, runs, v_stage=v_stage["variance"],
-                                   label=f"{algorithm}, n_steps = {n_steps}", n_steps=n_steps))
+                                   label=f"{algorithm}, n_steps_per_temp = {steps}", n_steps_per_temp=steps))
             print(_row_line(rows[-1]), flush=True)
-        for n_steps in (SMC_N_STEPS, STUDY_N_STEPS[-1]) if algorithm == "ARM" else (SMC_N_STEPS,):
-            label = f"{algorithm}, unit_order = given" + (f", n_steps = {n_steps}" if n_steps != SMC_N_STEPS else "")
+        for steps in (SMC_N_STEPS, STUDY_N_STEPS[-1]) if algorithm == "ARM" else (SMC_N_STEPS,):
+            more = f", n_steps_per_temp = {steps}" if steps != SMC_N_STEPS else ""
+            label = f"{algorithm}, unit_order = given{more}"
             rows.append(run_series(truth.model, truth.log_z, algorithm, STUDY_R, runs, v_stage=v_stage["given"],
-                                   label=label, unit_order="given", n_steps=n_steps))
+                                   label=label, unit_order="given", n_steps_per_temp=steps))
             print(_row_line(rows[-1]), flush=True)
     return rows
 
@@ -312,7 +313,7 @@ def main(argv=None):
         systems[key] = run_system(key, design[key], None if v_stage is None else v_stage["variance"])
     study_rows = []
     if not args.quick:
-        print("n_steps and unit order (20 hidden units):", flush=True)
+        print("n_steps_per_temp and unit order (20 hidden units):", flush=True)
         study_rows = studies(FULL["h20"]["runs"], v_stage)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     tables = {key: results_table(s["rows"], mixed=key == "h20" and v_stage is not None) for key, s in systems.items()}
@@ -374,8 +375,8 @@ def _doc_text(systems, tables, study_rows, v_stage, reseed, cpu, wall):
     budget = 64 * arm100["particles"] * STUDY_R
     optimal_sd = np.sqrt(fv["sum_sqrt_v2"] / budget)
     st = {r["label"]: r for r in study_rows}
-    ns1, ns20, given = st["ARM, n_steps = 1"], st["ARM, n_steps = 20"], st["ARM, unit_order = given"]
-    given20 = st["ARM, unit_order = given, n_steps = 20"]
+    ns1, ns20, given = st["ARM, n_steps_per_temp = 1"], st["ARM, n_steps_per_temp = 20"], st["ARM, unit_order = given"]
+    given20 = st["ARM, unit_order = given, n_steps_per_temp = 20"]
     rm_given = st["RM, unit_order = given"]
     ais_cover = [r["coverage"] for r in r20 + r500 if r["label"] == "AIS"]
     reseed_lines = "; ".join(
@@ -395,10 +396,10 @@ ARM-reseed and plain resample-move (RM) at the same base particle count R, and A
   {RBM_DIGITS_H500_LOG_Z_SE} (long AIS runs, docs/systems.md).
 
 Calls: `pmz.evidence(model, method="arm", sequence="units", variant="standard" | "anticipate" | "reseed",
-n_particles=R, n_runs=1, n_steps=5)`; RM: `method="smc", sequence="units"` (resamples when the ESS falls below
-0.8 R); AIS: `method="ais", n_paths=100, n_temps=K` with its defaults (the heat bath on the geometric path from the
-base-rate model, power schedule). Every SMC stage moves the particles by `n_steps = 5` heat-bath sweeps over the
-units already in; every AIS temperature is one sweep over all 64 units. ARM's settings are pmz's defaults
+n_particles=R, n_runs=1, n_steps_per_temp=5)`; RM: `method="smc", sequence="units"` (resamples when the ESS falls
+below 0.8 R); AIS: `method="ais", n_paths=100, n_temps=K` with its defaults (the heat bath on the geometric path from
+the base-rate model, power schedule). Every SMC stage moves the particles by `n_steps_per_temp = 5` heat-bath sweeps
+over the units already in; every AIS temperature is one sweep over all 64 units. ARM's settings are pmz's defaults
 (gamma_thr = 0.7, i_max = 10 extra blocks; ARM-reseed: at least 100 fresh base-rate particles, burnt in by 20
 sweeps). Each run is a separate call with its own seed, timed in process CPU seconds on one core
 (OPENBLAS_NUM_THREADS=1); on this shared machine the CPU time of one configuration varied by up to ~20% between two
@@ -497,19 +498,20 @@ over K small steps, and its variance falls like 1/K.
   too large, so the pooled estimate of Z_n+1 / Z_n is too large. The paper's reseed assumes an independent sampler
   that produces draws of p_n; a short burn-in from the base-rate model is not one.
 
-## n_steps and unit order (20 hidden units, R = {STUDY_R}, {h20['runs']} runs)
+## n_steps_per_temp and unit order (20 hidden units, R = {STUDY_R}, {h20['runs']} runs)
 
-The main table has `n_steps = 5` and `unit_order = "variance"`; the last column uses the exact v_n of the order run.
+The main table has `n_steps_per_temp = 5` and `unit_order = "variance"`; the last column uses the exact v_n of the order
+run.
 
 {tables['studies']}
 
-* **n_steps** (heat-bath sweeps per stage and per generated block): ARM's sd is {ns1['sd']:.2f} /
+* **n_steps_per_temp** (heat-bath sweeps per stage and per generated block): ARM's sd is {ns1['sd']:.2f} /
   {arm100['sd']:.2f} / {ns20['sd']:.2f} and its mean error {ns1['mean']:+.2f} / {arm100['mean']:+.2f} /
   {ns20['mean']:+.2f} at 1 / 5 / 20 sweeps, for {ns1['mean_cpu']:.2f} / {arm100['mean_cpu']:.2f} /
   {ns20['mean_cpu']:.2f} s. One sweep is too few (sd above the perfect-mixing value {ns1['mixed_sd']:.2f}: the
   resampled copies stay correlated); from 5 to 20 sweeps the sd falls somewhat for 4 times the CPU, and the
-  bias stays. RM gains from more sweeps too (mean {st['RM, n_steps = 1']['mean']:+.2f} / {rm100['mean']:+.2f} /
-  {st['RM, n_steps = 20']['mean']:+.2f}) but remains far behind ARM at equal CPU.
+  bias stays. RM gains from more sweeps too (mean {st['RM, n_steps_per_temp = 1']['mean']:+.2f} / {rm100['mean']:+.2f} /
+  {st['RM, n_steps_per_temp = 20']['mean']:+.2f}) but remains far behind ARM at equal CPU.
 * **unit order**: raster order has the smaller sum_n v_n ({fg['sum_v']:.0f} against {fv['sum_v']:.0f}) and a
   smaller perfect-mixing sd ({given['mixed_sd']:.2f} against {arm100['mixed_sd']:.2f}), but ARM did worse with it:
   mean {given['mean']:+.2f} against {arm100['mean']:+.2f}, RMSE {given['rmse']:.2f} against {arm100['rmse']:.2f}

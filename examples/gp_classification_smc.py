@@ -41,8 +41,8 @@ SETTINGS = {"easy": (4.0, 4.0), "hard": (15.0, 8.0)}  # (amplitude, length scale
 def _methods(quick):
     R = 200 if quick else 1000
     return {
-        "ARM, data (z)": ("z", dict(method="arm", n_particles=R, n_runs=1, n_steps=1)),
-        "RM, data (z)": ("z", dict(method="smc", n_particles=R, n_runs=1, n_steps=1)),
+        "ARM, data (z)": ("z", dict(method="arm", n_particles=R, n_runs=1, n_steps_per_temp=1)),
+        "RM, data (z)": ("z", dict(method="smc", n_particles=R, n_runs=1, n_steps_per_temp=1)),
         "SMC, tempering (HMC)": ("model", dict(method="smc", n_particles=R // 2, n_runs=1)),
         "AIS (HMC)": ("model", dict(method="ais", n_paths=128 if quick else 256, n_temps=100 if quick else 400)),
     }

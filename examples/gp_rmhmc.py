@@ -121,8 +121,8 @@ def evidence_methods(sizes):
         "AIS, RMHMC": ("gp", dict(rm, kernel="rmhmc")),
         "AIS from Laplace, HMC": ("gp", dict(ais, n_temps=sizes["lap_temps"], kernel="hmc", reference="laplace")),
         "SMC (tempering), RMHMC": ("gp", dict(method="smc", kernel="rmhmc", n_particles=sizes["smc_particles"],
-                                              n_runs=1, n_steps=sizes["smc_steps"])),
-        "ARM, data (z)": ("z", dict(method="arm", n_particles=sizes["arm_particles"], n_runs=1, n_steps=1)),
+                                              n_runs=1, n_steps_per_temp=sizes["smc_steps"])),
+        "ARM, data (z)": ("z", dict(method="arm", n_particles=sizes["arm_particles"], n_runs=1, n_steps_per_temp=1)),
     }
 
 
@@ -437,9 +437,9 @@ AIS with RMHMC and gets ten times as many paths and eight times as many temperat
 * **AIS from Laplace, HMC**: `reference="laplace"` (geometric path from the Laplace Gaussian),
   `n_paths={sizes["ais_paths"]}, n_temps={sizes["lap_temps"]}`;
 * **SMC (tempering), RMHMC**: `method="smc", kernel="rmhmc", n_particles={sizes["smc_particles"]}, n_runs=1,
-  n_steps={sizes["smc_steps"]}` (adaptive temperatures, conditional ESS 0.9);
+  n_steps_per_temp={sizes["smc_steps"]}` (adaptive temperatures, conditional ESS 0.9);
 * **ARM, data (z)**: `pmz.evidence(method="arm", sequence=ProbitGPSequence(K, y, order="random", seed=s),
-  n_particles={sizes["arm_particles"]}, n_runs=1, n_steps=1)` (docs/gp_classification.md).
+  n_particles={sizes["arm_particles"]}, n_runs=1, n_steps_per_temp=1)` (docs/gp_classification.md).
 
 {out["tables"]["evidence"]}
 

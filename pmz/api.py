@@ -30,10 +30,10 @@ def build_options(method: str, options: dict, config=None):
     spec = METHODS[method]
     cls = spec.options
     allowed = sorted(f.name for f in fields(cls))
-    renamed = sorted(set(options) & set(RENAMED))
+    renamed = sorted(old for old in options if old in RENAMED and RENAMED[old] in allowed)
     if renamed:
-        pairs = ", ".join(f"{old!r} -> {RENAMED[old]!r}" for old in renamed)
-        raise TypeError(f"pmz.evidence(method={method!r}): option(s) renamed: {pairs}")
+        pairs = ", ".join(f"{old!r} is now {RENAMED[old]!r}" for old in renamed)
+        raise TypeError(f"pmz.evidence(method={method!r}): option renamed: {pairs} (same meaning)")
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(f"pmz.evidence(method={method!r}) got unknown option(s) {unknown}; valid options are {allowed}")

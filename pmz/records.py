@@ -177,7 +177,7 @@ class TemperingTrace:
         Mean acceptance of the x-kernel at each level (NaN for levels never visited).
     level_acceptance : float
         Fraction of accepted level moves (1 for Gibbs level draws).
-    n_chains, n_sweeps, n_steps_per_sweep : int
+    n_chains, n_sweeps, n_steps_per_temp : int
     level_move : {"gibbs", "metropolis"}
     kernel : str
     draws_U, draws_level : ndarray (n_samples,) or None
@@ -215,7 +215,7 @@ class TemperingTrace:
     level_acceptance: float = 1.0
     n_chains: int = 0
     n_sweeps: int = 0
-    n_steps_per_sweep: int = 1
+    n_steps_per_temp: int = 1
     level_move: str = "gibbs"
     kernel: str = ""
     draws_U: np.ndarray | None = None

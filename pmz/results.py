@@ -309,7 +309,7 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
     attrs = {
         "n_chains": trace.n_chains,
         "n_sweeps": trace.n_sweeps,
-        "n_steps_per_sweep": trace.n_steps_per_sweep,
+        "n_steps_per_temp": trace.n_steps_per_temp,
         "level_move": trace.level_move,
         "level_acceptance": float(trace.level_acceptance),
         "kernel": trace.kernel,

@@ -182,7 +182,7 @@ def test_perfect_transition_ais_variance_matches_prediction(metric, rng):
     linear = np.linspace(0, 1, K + 1)
     family, kernel = GaussianPath(), ExactDraws()
     params = [kernel.default_params(1)] * (K + 1)
-    record = run_ais(family, kernel, optimal, params, n_paths=n_paths, rng=rng, progressbar=False, keep_final=False)
+    record = run_ais(family, kernel, optimal, params, n_paths=n_paths, rng=rng, progressbar=False, keep_particles=False)
     var_opt = np.var(record.log_weights, ddof=1)
     # the exact perfect-transition variance (left-point sum) to Monte Carlo error (relative se ~ 2.3%)
     assert var_opt == pytest.approx(predicted_log_weight_variance(optimal, grid, g), rel=0.1)

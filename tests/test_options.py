@@ -91,3 +91,11 @@ def test_renamed_public_function_names_its_new_name():
     with pytest.raises(AttributeError, match=r"pmz.rts was renamed pmz.tempered_evidence"):
         pmz.rts
     assert callable(pmz.tempered_evidence)
+
+
+@pytest.mark.parametrize("method, old", [("rts", "n_steps_per_sweep"), ("smc", "n_steps"), ("arm", "n_steps")])
+def test_renamed_options_name_the_new_option(normal_mean, method, old):
+    """Kernel steps between reweightings are n_steps_per_temp for every method."""
+    with pytest.raises(TypeError, match=rf"option renamed: '{old}' is now 'n_steps_per_temp'"):
+        pmz.evidence(normal_mean, method=method, progressbar=False, **{old: 2})
+    assert "n_steps_per_temp" in METHODS[method].defaults

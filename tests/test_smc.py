@@ -183,7 +183,9 @@ def test_arm_variants_match_exact_log_z(variant):
 def test_arm_on_digits_rbm_unit_by_unit():
     """ARM over the RBM's visible units, hidden units summed out (ARM eq 13-14), within 4 se + 0.1 of exact."""
     truth = pmz.systems.rbm_digits(20)
-    res = _quiet_evidence(truth.model, method="arm", sequence="units", random_seed=2, n_particles=1000, n_steps=2)
+    res = _quiet_evidence(
+        truth.model, method="arm", sequence="units", random_seed=2, n_particles=1000, n_steps_per_temp=2
+    )
     assert res.log_z_se < 0.3
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.1, (res.log_z, res.log_z_se, truth.log_z)
     sg = res.smc
@@ -231,7 +233,7 @@ def test_arm_uses_fewer_moves_than_rm_at_no_larger_variance():
         sequence = TemperingSequence(family, HamiltonianMC(3), schedule=make_schedule("linear", 20))
         evals0 = family.n_grad_evals
         record = run_smc(sequence, rng=np.random.default_rng(9), n_particles=R, n_runs=runs, algorithm=algorithm,
-                         n_steps=3, progressbar=False)
+                         n_steps_per_temp=3, progressbar=False)
         records[algorithm] = (record, family.n_grad_evals - evals0)
     (arm, arm_grads), (rm, rm_grads) = records["arm"], records["rm"]
     assert arm.n_moves.sum() < 0.6 * rm.n_moves.sum()
@@ -291,7 +293,7 @@ def test_arm_on_probit_gp_sequence_matches_exact_evidence():
     truth = pmz.systems.gp_classification(8)
     problem = pmz.systems.digits_gp_problem(8)
     res = pmz.evidence(method="arm", sequence=ProbitGPSequence(problem.K, problem.y, order="random", seed=0),
-                       random_seed=1, progressbar=False, n_particles=1000, n_steps=1)
+                       random_seed=1, progressbar=False, n_particles=1000, n_steps_per_temp=1)
     assert res.log_z_se < 0.03
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
     assert res.smc.attrs["sequence"] == "probit_gp" and res.smc.attrs["label"] == "n_points"
@@ -306,7 +308,7 @@ def test_arm_gamma_relative_to_base_stops_earlier():
     for relative_to in ("pool", "base"):
         sequence = TemperingSequence(family, HamiltonianMC(3), schedule=make_schedule("linear", 20))
         record = run_smc(sequence, rng=np.random.default_rng(2), n_particles=200, n_runs=10, algorithm="arm",
-                         n_steps=3, gamma_relative_to=relative_to, progressbar=False)
+                         n_steps_per_temp=3, gamma_relative_to=relative_to, progressbar=False)
         est = smc_estimate(record)
         assert abs(est.log_z - truth.log_z) < 4 * est.log_z_se + 0.05
         mean_particles[relative_to] = record.n_particles.mean()

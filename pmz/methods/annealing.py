@@ -49,7 +49,7 @@ def run_forward_ais(family, kernel, options, rng, progressbar, target=None):
         n_steps_per_temp=options.n_steps_per_temp,
         rng=run_rng,
         chunk_size=options.chunk_size,
-        keep_final=options.keep_particles,
+        keep_particles=options.keep_particles,
         progressbar=progressbar,
         tuning=tuning,
     )
@@ -82,7 +82,7 @@ def run_two_way(family, kernel, options, rng, progressbar, target):
         rng=run_rng,
         n_steps_per_temp=options.n_steps_per_temp,
         chunk_size=options.chunk_size,
-        keep_final=options.keep_particles,
+        keep_particles=options.keep_particles,
         progressbar=progressbar,
         tuning=tuning,
         nuts_tune=options.nuts_tune,

@@ -240,7 +240,7 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
         reverse_start=starts,
         rng=run_rng,
         n_steps_per_temp=2,
-        keep_final=False,
+        keep_particles=False,
         progressbar=progressbar,
         tuning=tuning,
     )

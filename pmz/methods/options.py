@@ -205,7 +205,20 @@ def options_table(cls, *, exclude: type | None = None, width: int = 112, indent:
 
 
 # Options that an earlier version spelled differently: the old name gives an error naming the new one.
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {
+    "n_steps_per_sweep": "n_steps_per_temp",  # simulated tempering
+    "n_steps": "n_steps_per_temp",  # SMC and ARM
+}
+
+
+def n_steps_per_temp(default: int):
+    """The one option for kernel steps between two reweightings, with a family's own default."""
+    return option(
+        default,
+        "kernel steps at each temperature (annealing: per path; tempering: per sweep at the chain's level; SMC: per "
+        "stage and per ARM block)",
+        positive_int,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -309,7 +322,7 @@ class AnnealingOptions(ScheduleOptions):
     """Forward annealed importance sampling (``"ais"``; Neal 2001, Jarzynski 1997)."""
 
     n_paths: int = option(512, "independent annealing paths", at_least_two(" (an error bar needs several paths)"))
-    n_steps_per_temp: int = option(1, "kernel steps at each temperature", positive_int)
+    n_steps_per_temp: int = n_steps_per_temp(1)
     chunk_size: object = option(
         None, "paths held in memory at once (rounded up to blocks of 128; does not change a seeded result)",
         optional_int(1),
@@ -393,7 +406,7 @@ class TemperingOptions(ScheduleOptions):
     n_temps: int = override(ScheduleOptions, "n_temps", 50, "ladder steps (n_temps + 1 levels)")
     n_chains: int = option(100, "tempering chains run side by side", positive_int)
     n_sweeps: int = option(1000, "sweeps of the long run (a level move and kernel steps each)", positive_int)
-    n_steps_per_sweep: int = option(1, "kernel steps per sweep", positive_int)
+    n_steps_per_temp: int = n_steps_per_temp(1)
     n_initial: int = option(10, "RTS initial iterations that adapt the level weights", non_negative_int)
     initial_sweeps: int = option(50, "sweeps per initial iteration", positive_int)
     init: object = option(
@@ -423,7 +436,7 @@ class SMCOptions(CommonOptions):
     )
     n_particles: int = option(1000, "particles per run after each resampling", at_least_two(""))
     n_runs: int = option(4, "independent runs (between-run se)", positive_int)
-    n_steps: int = option(5, "kernel steps per stage", positive_int)
+    n_steps_per_temp: int = n_steps_per_temp(5)
     schedule: object = option(
         "adaptive", "tempering: 'adaptive' (conditional ESS) or a named rule / array with n_temps",
         _schedule(("adaptive",)),

@@ -79,11 +79,11 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method)
         n_particles=options.n_particles,
         n_runs=options.n_runs,
         algorithm=algorithm,
-        n_steps=options.n_steps,
+        n_steps_per_temp=options.n_steps_per_temp,
         resampling=options.resampling,
         resample_threshold=options.resample_threshold,
         tune=options.tune,
-        keep_final=options.keep_particles,
+        keep_particles=options.keep_particles,
         progressbar=progressbar,
         **arm,
     )

@@ -65,7 +65,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     )
     log_zhat = _initial_guess(init, tuned, betas)
     common = dict(
-        n_chains=options.n_chains, level_move=options.level_move, n_steps_per_sweep=options.n_steps_per_sweep
+        n_chains=options.n_chains, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp
     )
     x, wang_landau = None, {}
     if isinstance(init, str) and init == "wang_landau":

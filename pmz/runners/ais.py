@@ -109,7 +109,7 @@ def run_ais(
     n_steps_per_temp: int = 1,
     rng: np.random.Generator,
     chunk_size: int | None = None,
-    keep_final: bool = True,
+    keep_particles: bool = True,
     progressbar: bool = True,
     tuning: dict | None = None,
     direction: str = "forward",
@@ -132,7 +132,7 @@ def run_ais(
     chunk_size : int, optional
         Paths moved together (default: all, up to 4096), rounded up to a multiple of :data:`PATHS_PER_STREAM`.
         A memory bound: it does not change a seeded result.
-    keep_final : bool
+    keep_particles : bool
         Keep the final positions (weighted draws from the target) in the record.
     progressbar : bool
     tuning : dict, optional
@@ -167,7 +167,7 @@ def run_ais(
     evals = count_evaluations(family)
 
     log_w = np.empty(n_paths)
-    final_x = np.empty((n_paths, family.dim)) if keep_final else None
+    final_x = np.empty((n_paths, family.dim)) if keep_particles else None
     accept_sum = np.zeros(K + 1)
     # running logsumexp of w and w^2 over all paths at each temperature, for the on-the-fly ESS
     lse_w = np.full(K + 1, -np.inf)
@@ -197,7 +197,7 @@ def run_ais(
                         accept_sum[move_at] += np.sum(info.acceptance)
                 bar.update(1)
             log_w[start:stop] = lw
-            if keep_final:
+            if keep_particles:
                 final_x[start:stop] = state.x
 
     acceptance = accept_sum / (n_paths * n_steps_per_temp)

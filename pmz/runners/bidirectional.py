@@ -120,7 +120,7 @@ def run_bidirectional(
     rng: np.random.Generator,
     n_steps_per_temp: int = 1,
     chunk_size: int | None = None,
-    keep_final: bool = True,
+    keep_particles: bool = True,
     progressbar: bool = True,
     tuning: dict | None = None,
     nuts_tune: int = 1000,
@@ -133,9 +133,9 @@ def run_bidirectional(
     """
     forward_rng, start_rng, reverse_rng = rng.spawn(3)
     common = dict(n_steps_per_temp=n_steps_per_temp, chunk_size=chunk_size, progressbar=progressbar, tuning=tuning)
-    keep_forward = keep_final or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
+    keep_forward = keep_particles or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
     forward = run_ais(
-        family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_final=keep_forward, **common
+        family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_particles=keep_forward, **common
     )
     starts, label, given = _reverse_starts(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, nuts_tune,
@@ -151,7 +151,7 @@ def run_bidirectional(
         params,
         n_paths=starts.shape[0],
         rng=reverse_rng,
-        keep_final=False,
+        keep_particles=False,
         direction="reverse",
         starts=starts,
         start_info=start_info,

@@ -56,7 +56,9 @@ def _pilot_run(sequence, rng, next_beta, *, n_pilot, n_adapt, gain, adapt_scale,
     kernel = sequence.kernel
     if next_beta is None:
         next_beta = lambda state: sequence.next_position(state.t, state.particles, state.log_w)  # noqa: E731
-    settings = SMCSettings(n_pilot, "rm", n_steps=0, tune=False, resampling="systematic", resample_threshold=0.5)
+    settings = SMCSettings(
+        n_pilot, "rm", n_steps_per_temp=0, tune=False, resampling="systematic", resample_threshold=0.5
+    )
     state = smc_init(rng, sequence, settings)
     betas, log_eps, log_z, acceptance = [0.0], [np.log(params0.step_size)], [0.0], [np.nan]
     fixed_log_scale = None if adapt_scale else np.log(params0.scale)

@@ -63,7 +63,7 @@ def run_smc(
     n_particles: int = 1000,
     n_runs: int = 4,
     algorithm: str = "rm",
-    n_steps: int = 5,
+    n_steps_per_temp: int = 5,
     resampling: str = "systematic",
     resample_threshold: float = 0.8,
     gamma_threshold: float = 0.7,
@@ -72,7 +72,7 @@ def run_smc(
     min_reseed: int = 100,
     reseed_steps: int = 20,
     tune: bool = True,
-    keep_final: bool = True,
+    keep_particles: bool = True,
     progressbar: bool = True,
     max_stages: int = 100_000,
 ) -> SMCRecord:
@@ -88,7 +88,7 @@ def run_smc(
     n_runs : int
         Independent runs (their spread gives the between-run standard error).
     algorithm : {"rm", "arm", "arm_anticipate", "arm_reseed"}
-    n_steps : int
+    n_steps_per_temp : int
         Kernel steps per stage (and per generated block).
     resampling : {"systematic", "residual", "stratified", "multinomial"}
     resample_threshold : float
@@ -104,7 +104,7 @@ def run_smc(
         ARM-reseed: the least number of fresh particles per round, and their burn-in moves.
     tune : bool
         Tune the kernel's scale and step size from the particle cloud.
-    keep_final : bool
+    keep_particles : bool
         Keep every run's final particles in the record (with log weights that pool the runs).
     """
     if algorithm not in ALGORITHMS:
@@ -129,7 +129,7 @@ def run_smc(
         min_reseed=int(min_reseed),
         reseed_steps=int(reseed_steps),
     )
-    settings = SMCSettings(R, algorithm, int(n_steps), bool(tune), 1.0, **opts)
+    settings = SMCSettings(R, algorithm, int(n_steps_per_temp), bool(tune), 1.0, **opts)
     evals = count_evaluations(sequence)
     rows, finals = [], []
     span = float(sequence.t_end - sequence.t_start)
@@ -142,7 +142,7 @@ def run_smc(
             state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
             finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
     final_x = final_log_w = None
-    if keep_final:
+    if keep_particles:
         final_x = np.concatenate([x for x, _ in finals])
         final_log_w = np.concatenate([lw for _, lw in finals])
         final_log_w = final_log_w - logsumexp(final_log_w)
@@ -160,5 +160,5 @@ def run_smc(
         final_log_weights=final_log_w,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning={**opts, "n_steps": int(n_steps), "tune": bool(tune), **sequence.describe()},
+        tuning={**opts, "n_steps_per_temp": int(n_steps_per_temp), "tune": bool(tune), **sequence.describe()},
     )

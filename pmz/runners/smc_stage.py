@@ -6,8 +6,8 @@ The stage from position ``t`` to ``t'`` (METHODS.md section 10):
 1. **anticipate** (``"arm_anticipate"`` only): with the look-ahead weights ``w~ ∝ Wbar W``, a particle with
    ``c = floor(R w~) > 1`` is split into ``c`` copies of weight ``Wbar / c`` (so the move spreads them out where
    the next distribution puts its mass);
-2. **move**: ``n_steps`` batched kernel steps invariant for ``p_t`` (none at the first stage, whose particles are
-   exact draws); the kernel's scale is the weighted particle sd and its step size follows the acceptance rate
+2. **move**: ``n_steps_per_temp`` batched kernel steps invariant for ``p_t`` (none at the first stage, whose particles
+   are exact draws); the kernel's scale is the weighted particle sd and its step size follows the acceptance rate
    (``log eps += gain (acceptance - target)`` after every step, :mod:`pmz.kernels.adaptation`), as PyMC's and
    BlackJAX's SMC tune from the cloud;
 3. **reweight**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
@@ -15,7 +15,7 @@ The stage from position ``t`` to ``t'`` (METHODS.md section 10):
 4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` (``gamma_relative_to="pool"``, ARM as
    METHODS.md states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
    particles) and fewer than ``max_generate`` rounds, add a block of particles that target ``p_t`` -- the last
-   block copied and moved ``n_steps`` more steps (``"arm"``, ``"arm_anticipate"``), or
+   block copied and moved ``n_steps_per_temp`` more steps (``"arm"``, ``"arm_anticipate"``), or
    ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the sequence, burnt in by
    ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of ``p_{t_0}`` -- and pool
    all blocks, block ``b`` of ``n_b`` particles getting total weight ``n_b / R_n`` (ARM Proposition 1); ``R_eff``
@@ -53,7 +53,7 @@ class SMCSettings:
     n_particles : int
         ``R``: particles after each resampling.
     algorithm : {"rm", "arm", "arm_anticipate", "arm_reseed"}
-    n_steps : int
+    n_steps_per_temp : int
         Kernel steps per stage and per generated block.
     tune : bool
         Tune a tunable kernel from the cloud (scale and step size, see the module docstring).
@@ -69,7 +69,7 @@ class SMCSettings:
 
     n_particles: int
     algorithm: str = "rm"
-    n_steps: int = 5
+    n_steps_per_temp: int = 5
     tune: bool = True
     gain: float = 1.0
     resampling: str = "systematic"
@@ -180,10 +180,10 @@ def smc_stage(rng, state: SMCState, t_new: float, sequence, settings: SMCSetting
         params = KernelParams(float(np.exp(log_eps)), weighted_scale(particles.x, log_w), params.n_leapfrog)
     acceptance, n_moves = [], 0
 
-    def move(block, n_steps):
+    def move(block, n_steps_per_temp):
         nonlocal params, log_eps, n_moves
         block, params, new_log_eps, acc = tuned_steps(
-            rng, block, lambda r, s, p: sequence.move(r, s, t, p), params, n_steps,
+            rng, block, lambda r, s, p: sequence.move(r, s, t, p), params, n_steps_per_temp,
             log_step_size=log_eps if tune else None, target=kernel.target_acceptance, gain=settings.gain,
         )
         log_eps = new_log_eps if tune else log_eps
@@ -192,7 +192,7 @@ def smc_stage(rng, state: SMCState, t_new: float, sequence, settings: SMCSetting
         return block
 
     if not first:  # the first particles are exact draws of p_{t_0}
-        particles = move(particles, settings.n_steps)
+        particles = move(particles, settings.n_steps_per_temp)
     log_W, particles_new = sequence.log_increment(particles, t, t_new)
     blocks = [(particles, particles_new, normalized_log_weights(log_w), log_W)]
 
@@ -214,7 +214,7 @@ def smc_stage(rng, state: SMCState, t_new: float, sequence, settings: SMCSetting
             new = move(sequence.fresh(rng, size, t), settings.reseed_steps)
             new_lw = np.full(size, -np.log(size))
         else:  # copy the last block and move it on
-            new = move(blocks[-1][0], settings.n_steps)
+            new = move(blocks[-1][0], settings.n_steps_per_temp)
             new_lw = blocks[-1][2]
         new_W, new_state_new = sequence.log_increment(new, t, t_new)
         blocks.append((new, new_state_new, new_lw, new_W))

@@ -4,7 +4,7 @@ Every chain carries a position x and a level k on the ladder ``b_0 = 0 < ... < b
 (:func:`tempering_sweep`: the step that :func:`run_tempering`, :func:`pmz.runners.wang_landau.run_wang_landau` and
 the PyMC step methods of :mod:`pmz.step_methods.tempering` share; :func:`tempering_init` starts the chains):
 
-1. move x with ``n_steps_per_sweep`` steps of the batched kernel, each chain at its own ``beta = b_{k_i}`` with
+1. move x with ``n_steps_per_temp`` steps of the batched kernel, each chain at its own ``beta = b_{k_i}`` with
    that level's frozen kernel parameters (one batched log-density call per proposal for all chains);
 2. compute ``q(. | x_i)`` over all K levels at the new x (Rao-Blackwellisation, RTS eq 9);
 3. draw new levels from ``q(k | x)`` (Gibbs) or by +-1 Metropolis moves (:mod:`pmz.runners.levels`).
@@ -112,9 +112,9 @@ def tempering_sweep(
     log_zhat,
     log_prior,
     level_move: str = "gibbs",
-    n_steps: int = 1,
+    n_steps_per_temp: int = 1,
 ) -> tuple[TemperingState, TemperingInfo]:
-    """One sweep of RTS Algorithm 1 for all chains: ``n_steps`` kernel steps on x, each chain at its own
+    """One sweep of RTS Algorithm 1 for all chains: ``n_steps_per_temp`` kernel steps on x, each chain at its own
     ``beta = b_k`` with level k's parameters ``params[k]``, then ``log q(k | x)`` at the new x and a level move
     (:func:`pmz.runners.levels.move_levels`). The same step serves :func:`run_tempering`,
     :func:`pmz.runners.wang_landau.run_wang_landau` and the PyMC step methods (one chain).
@@ -124,12 +124,12 @@ def tempering_sweep(
     beta = betas[levels]
     particles = state.particles
     acceptance = np.zeros(levels.size)
-    for _ in range(n_steps):
+    for _ in range(n_steps_per_temp):
         particles, info = kernel.step(rng, particles, family, beta, step_params)
         acceptance += info.acceptance
     log_q = level_log_probs(particles.parts.U, betas, log_zhat, log_prior)
     new_levels, accepted = move_levels(rng, levels, log_q, level_move)
-    return TemperingState(particles, new_levels), TemperingInfo(levels, log_q, acceptance / n_steps, accepted)
+    return TemperingState(particles, new_levels), TemperingInfo(levels, log_q, acceptance / n_steps_per_temp, accepted)
 
 
 def tempering_init(rng, family, kernel: Kernel, betas, n_chains: int, *, start_x=None, start_levels=None):
@@ -169,7 +169,7 @@ def run_tempering(
     n_sweeps: int,
     log_prior=None,
     level_move: str = "gibbs",
-    n_steps_per_sweep: int = 1,
+    n_steps_per_temp: int = 1,
     start_x=None,
     start_levels=None,
     n_batches: int = 1000,
@@ -197,7 +197,7 @@ def run_tempering(
     log_prior : array (K,), optional
         ``log r_k``; default uniform.
     level_move : {"gibbs", "metropolis"}
-    n_steps_per_sweep : int
+    n_steps_per_temp : int
         Kernel steps on x per sweep.
     start_x : array (n_chains, dim), optional
         Default: exact draws of f0.
@@ -234,7 +234,7 @@ def run_tempering(
         for t in range(n_sweeps):
             state, info = tempering_sweep(
                 rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
-                log_prior=log_prior, level_move=level_move, n_steps=n_steps_per_sweep,
+                log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
             )
             b = t * B // n_sweeps
             _add_sample(sums, b, state.particles.parts.U, info, K)
@@ -269,7 +269,7 @@ def run_tempering(
         level_acceptance=level_accepted / max(n_sweeps * n_chains, 1),
         n_chains=int(n_chains),
         n_sweeps=int(n_sweeps),
-        n_steps_per_sweep=int(n_steps_per_sweep),
+        n_steps_per_temp=int(n_steps_per_temp),
         level_move=level_move,
         kernel=kernel.name,
         draws_U=None if draws_U is None else draws_U.ravel(),
@@ -297,7 +297,7 @@ def adapt_log_zhat(
     tol: float = 0.1,
     log_prior=None,
     level_move: str = "gibbs",
-    n_steps_per_sweep: int = 1,
+    n_steps_per_temp: int = 1,
     start_x=None,
     progressbar: bool = True,
 ):
@@ -325,7 +325,7 @@ def adapt_log_zhat(
             n_sweeps=n_sweeps,
             log_prior=log_prior,
             level_move=level_move,
-            n_steps_per_sweep=n_steps_per_sweep,
+            n_steps_per_temp=n_steps_per_temp,
             start_x=x,
             n_batches=1,
             n_traces=0,

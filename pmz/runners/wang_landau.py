@@ -47,7 +47,7 @@ def run_wang_landau(
     flatness: float = 0.2,
     update: str = "counts",
     level_move: str = "gibbs",
-    n_steps_per_sweep: int = 1,
+    n_steps_per_temp: int = 1,
     start_x=None,
     n_traces: int = 5,
     n_snapshots: int = 50,
@@ -83,7 +83,7 @@ def run_wang_landau(
         for t in range(1, n_sweeps + 1):
             state, info = tempering_sweep(
                 rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=wl.log_g,
-                log_prior=log_prior, level_move=level_move, n_steps=n_steps_per_sweep,
+                log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
             )
             occupied = np.bincount(state.levels, minlength=K)
             v = np.exp(info.log_q).mean(axis=0) if update == "rb" else occupied / n_chains

@@ -1,0 +1,36 @@
+"""The method layer: the glue between ``pmz.evidence`` (and its registry) and the runners and estimators.
+
+* :mod:`~pmz.methods.options`: one frozen option set per family of methods, each option documented and checked once;
+* :mod:`~pmz.methods.setup`: the compiled model (once per model), the tempered family and the kernel;
+* :mod:`~pmz.methods.checks`, :mod:`~pmz.methods.inputs`: start draws, the prior's normalisation, posterior
+  draws, the model argument and ``random_seed``;
+* :mod:`~pmz.methods.schedule`: the schedule or ladder and the pilot that tunes the kernels along it;
+* :mod:`~pmz.methods.annealing`, :mod:`~pmz.methods.bridge`, :mod:`~pmz.methods.tempering`,
+  :mod:`~pmz.methods.smc`, :mod:`~pmz.methods.auto`: each family's run and estimate.
+"""
+
+from .options import (
+    AnnealingOptions,
+    ARMOptions,
+    AutoOptions,
+    BridgeOptions,
+    CommonOptions,
+    HistogramOptions,
+    ScheduleOptions,
+    SMCOptions,
+    TemperingOptions,
+    TwoWayOptions,
+)
+
+__all__ = [
+    "CommonOptions",
+    "ScheduleOptions",
+    "AnnealingOptions",
+    "TwoWayOptions",
+    "HistogramOptions",
+    "BridgeOptions",
+    "TemperingOptions",
+    "SMCOptions",
+    "ARMOptions",
+    "AutoOptions",
+]
