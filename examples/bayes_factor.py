@@ -52,10 +52,10 @@ def main(out="bayes_factor.png"):
     # 1. log evidence of each model with the default method ("auto"), and the Bayes-factor table
     results = {name: pmz.evidence(model, random_seed=1, progressbar=False) for name, model in models.items()}
     for name, res in results.items():
-        a, b = res.evidence["estimates"].values
+        parts = "; ".join(f"{estimator} {row.log_z:.3f}" for estimator, row in res.estimates.iterrows())
         print(
             f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}, route "
-            f"{res.evidence.attrs['route']}; two independent estimates {a:.3f} and {b:.3f}; reliable {res.reliable})"
+            f"{res.evidence.attrs['route']}; estimates on the way: {parts}; reliable {res.reliable})"
         )
     print()
     print(pmz.compare(results).round(3).to_string())

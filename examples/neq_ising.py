@@ -44,10 +44,10 @@ def run_seed(L, n_paths, n_temps, seed):
         "RAISE": float(d["jarzynski_reverse"]),
         "lower bound": float(d["lower"]),
         "upper bound": float(d["upper"]),
-        "BAR": float(d["bar_log_z"]),
+        "BAR": res.estimates.loc["bar", "log_z"],
         "histogram": res.log_z,
     }
-    ses = {"BAR": float(d["bar_se"]), "histogram": res.log_z_se}
+    ses = {"BAR": res.estimates.loc["bar", "log_z_se"], "histogram": res.log_z_se}
     return system.log_z, values, ses, float(d["overlap"])
 
 

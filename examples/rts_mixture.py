@@ -22,22 +22,22 @@ import pmz
 from pmz.systems import gaussian_mixture
 
 ESTIMATORS = {
-    "RTS": "log_z_rts",
+    "RTS": "rts",
     "MBAR": None,
-    "TI Riemann": "log_z_ti_riemann",
-    "TI trapezoid": "log_z_ti_trapezoid",
-    "TI corrected": "log_z_ti_corrected",
-    "TI-RB trapezoid": "log_z_ti_rb_trapezoid",
-    "TI-RB corrected": "log_z_ti_rb_corrected",
+    "TI Riemann": "ti_riemann",
+    "TI trapezoid": "ti_trapezoid",
+    "TI corrected": "ti_corrected",
+    "TI-RB trapezoid": "ti_rb_trapezoid",
+    "TI-RB corrected": "ti_rb_corrected",
 }
 N_CHAINS = 100
 
 
 def run(model, n_sweeps, seed):
     res = pmz.evidence(model, method="mbar", random_seed=seed, progressbar=False, n_sweeps=n_sweeps, n_chains=N_CHAINS)
-    d = res.evidence
-    values = {name: (res.log_z if key is None else float(d[key])) for name, key in ESTIMATORS.items()}
-    ses = {"RTS": float(d["log_z_se_rts"]), "MBAR": res.log_z_se}
+    d = res.estimates
+    values = {name: (res.log_z if key is None else d.loc[key, "log_z"]) for name, key in ESTIMATORS.items()}
+    ses = {"RTS": d.loc["rts", "log_z_se"], "MBAR": res.log_z_se}
     return values, ses
 
 

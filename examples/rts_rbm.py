@@ -87,7 +87,7 @@ def part2(model, n_levels_list, sweeps, repeats):
             res = run_rts(model, sweeps, 100 + seed, n_temps=n_levels - 1, method="mbar")
             values["mbar"].append(res.log_z)
             for name in ("rts", "ts", "ti", "ti_rb"):
-                values[name].append(float(res.evidence[f"log_z_{name}"]))
+                values[name].append(res.estimates.loc[name, "log_z"])
         rows.append((n_levels, {k: np.array(v) for k, v in values.items()}))
         print(f"  K = {n_levels} done", flush=True)
     return rows

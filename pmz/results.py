@@ -112,6 +112,22 @@ class EvidenceResult(_idata.RESULT_BASE):
         return bool(int(self._run.get("reliable", 1)))
 
     @property
+    def estimates(self):
+        """The other estimates of the same run, one row per estimator (a ``pandas.DataFrame`` with columns
+        ``log_z`` and ``log_z_se``; NaN where an estimator has no se): e.g. BAR of a RAISE run's paths, every
+        tempering estimator of one trace, auto's bridge halves. Empty when the method computes none."""
+        import pandas as pd
+
+        evidence = _idata.get_group(self, "evidence")
+        if evidence is None or "estimate_log_z" not in evidence:
+            return pd.DataFrame({"log_z": [], "log_z_se": []}, index=pd.Index([], name="estimator"))
+        names = [str(n) for n in evidence["estimator"].values]
+        return pd.DataFrame(
+            {"log_z": evidence["estimate_log_z"].values, "log_z_se": evidence["estimate_log_z_se"].values},
+            index=pd.Index(names, name="estimator"),
+        )
+
+    @property
     def reliability_reason(self) -> str:
         """Why the result is unreliable, in one line ("" when reliable)."""
         return str(self._run.get("reliability_reason", ""))
@@ -212,16 +228,23 @@ def _netcdf_attr(value):
 
 
 def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
-    data, attrs = {}, {}
+    """The ``evidence`` group: scalars as variables, 1-d arrays with their own dim, the ``estimates`` table as
+    ``estimate_log_z`` and ``estimate_log_z_se`` over dim ``estimator``, anything else as attrs."""
+    data, attrs, coords = {}, {}, {}
     for key, value in diagnostics.items():
-        if isinstance(value, _SCALAR_TYPES):
+        if key == "estimates" and isinstance(value, dict):
+            if value:
+                coords["estimator"] = list(value)
+                data["estimate_log_z"] = (("estimator",), np.array([float(v[0]) for v in value.values()]))
+                data["estimate_log_z_se"] = (("estimator",), np.array([float(v[1]) for v in value.values()]))
+        elif isinstance(value, _SCALAR_TYPES):
             data[key] = ((), float(value))
         elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiub":
             dim = "bootstrap" if key.startswith("bootstrap") else f"{key}_dim"
             data[key] = ((dim,), value)
         else:
             attrs[key] = _netcdf_attr(value)
-    return xr.Dataset(data, attrs=attrs)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def _metric_vars(tuning: dict):

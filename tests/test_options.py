@@ -99,3 +99,18 @@ def test_renamed_options_name_the_new_option(normal_mean, method, old):
     with pytest.raises(TypeError, match=rf"option renamed: '{old}' is now 'n_steps_per_temp'"):
         pmz.evidence(normal_mean, method=method, progressbar=False, **{old: 2})
     assert "n_steps_per_temp" in METHODS[method].defaults
+
+
+def test_other_estimates_of_a_run_are_one_table_that_survives_netcdf(normal_mean, tmp_path):
+    """Secondary estimates live in one table (estimator x log_z, log_z_se), not in ad hoc keys."""
+    res = pmz.evidence(normal_mean, method="raise", random_seed=2, progressbar=False, n_paths=64, n_temps=20)
+    table = res.estimates
+    assert list(table.columns) == ["log_z", "log_z_se"] and table.index.name == "estimator"
+    assert "bar" in table.index and np.isfinite(table.loc["bar"]).all()
+    assert abs(table.loc["bar", "log_z"] - res.log_z) < 4 * np.hypot(table.loc["bar", "log_z_se"], res.log_z_se) + 0.05
+    path = tmp_path / "raise.nc"
+    res.to_netcdf(str(path))
+    loaded = pmz.load(str(path))
+    assert loaded.estimates.equals(table)
+    bar_res = pmz.evidence(normal_mean, method="bar", random_seed=2, progressbar=False, n_paths=64, n_temps=20)
+    assert bar_res.estimates.empty  # BAR is the two-way reference itself

@@ -35,7 +35,7 @@ def _two_way(method="bar", **diagnostics):
         "var_log_w_predicted": 0.18,
     }
     if method != "bar":
-        d.update(bar_log_z=-10.01, bar_se=0.03)
+        d.update(estimates={"bar": (-10.01, 0.03)})
     d.update(diagnostics)
     return EvidenceEstimate(log_z=-10.0, log_z_se=0.03, method=method, diagnostics=d)
 
@@ -148,33 +148,35 @@ def test_inverted_bounds_and_estimates_outside_them():
     reverse = WorkRecord(log_weights=rng.normal(11.0, 0.5, 100), schedule=schedule, direction="reverse")
     record = BidirectionalRecord(forward, reverse, reverse_start="posterior")
     assert not assess(_two_way(lower=-9.0, upper=-11.0), record).reliable
-    above = assess(_two_way("cumulant_combined", upper=-10.5, lower=-12.0, bar_log_z=-10.6, bar_se=0.3))
+    above = assess(_two_way("cumulant_combined", upper=-10.5, lower=-12.0, estimates={"bar": (-10.6, 0.3)}))
     assert not above.reliable and "above the stochastic upper bound" in above.reliability_reason
     assert above.log_z_se == pytest.approx(0.5)
-    below = assess(_two_way("raise", lower=-9.5, bar_log_z=-9.7, bar_se=0.3))
+    below = assess(_two_way("raise", lower=-9.5, estimates={"bar": (-9.7, 0.3)}))
     assert not below.reliable and "below the stochastic lower bound" in below.reliability_reason
     # above an upper bound that is not valid (resampled reverse starts) is no verdict
-    assert assess(_two_way("cumulant_combined", upper=-10.5, bar_log_z=-10.01, reverse_start="resample")).reliable
+    resampled = _two_way("cumulant_combined", upper=-10.5, estimates={"bar": (-10.01, 0.03)}, reverse_start="resample")
+    assert assess(resampled).reliable
 
 
 def test_disagreement_with_bar_of_the_same_paths():
-    raised = assess(_two_way("raise", bar_log_z=-11.0, bar_se=0.1))
+    raised = assess(_two_way("raise", estimates={"bar": (-11.0, 0.1)}))
     assert not raised.reliable and "raise and BAR of the same paths disagree by 1" in raised.reliability_reason
     assert raised.log_z_se == pytest.approx(1.0)
-    assert assess(_two_way("raise", bar_log_z=-10.05, bar_se=0.03)).reliable
+    assert assess(_two_way("raise", estimates={"bar": (-10.05, 0.03)})).reliable
 
 
 def test_second_estimate():
-    agree = _two_way(second_log_z=-10.05, second_log_z_se=0.03)
+    pair = ["first", "second"]
+    agree = _two_way(estimates={"second": (-10.05, 0.03)}, independent_estimates=pair)
     assert assess(agree).reliable and assess(agree).log_z_se == 0.03
-    out = assess(_two_way(second_log_z=-11.0, second_log_z_se=0.1))
+    out = assess(_two_way(estimates={"second": (-11.0, 0.1)}, independent_estimates=pair))
     assert not out.reliable and "two independent estimates disagree" in out.reliability_reason
     assert out.log_z_se == pytest.approx(0.5)  # the 2-se interval reaches the other estimate
     # method="auto" reports the mean of its pair: the pair itself is compared
     auto = EvidenceEstimate(
         log_z=-10.5, log_z_se=0.5, method="auto",
-        diagnostics={"estimates": np.array([-10.0, -11.0]), "estimates_se": np.array([0.05, 0.05]),
-                     "second_log_z": -11.0, "second_log_z_se": 0.05},
+        diagnostics={"estimates": {"bridge_a": (-10.0, 0.05), "bridge_b": (-11.0, 0.05)},
+                     "independent_estimates": ["bridge_a", "bridge_b"]},
     )  # fmt: skip
     assert not assess(auto).reliable
 

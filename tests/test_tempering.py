@@ -189,7 +189,7 @@ def test_evidence_on_conjugate_models(system, method):
     assert "tempering" in res.group_names() and res.tempering.sizes["level"] == 31
     # the same run's plain TI (corrected rule) and counts-based TS, from the result's diagnostics
     for other in ("ti_corrected", "ts"):
-        value, se = float(res.evidence[f"log_z_{other}"]), float(res.evidence[f"log_z_se_{other}"])
+        value, se = res.estimates.loc[other, "log_z"], res.estimates.loc[other, "log_z_se"]
         assert abs(value - truth.log_z) < 4 * se + 0.05, (other, value, se)
         assert 0 < se < 0.15, other
 
@@ -203,7 +203,7 @@ def test_result_groups_other_estimators_and_plot(tmp_path):
     assert float(tg["beta"][0]) == 0.0 and float(tg["beta"][-1]) == 1.0
     np.testing.assert_allclose(float(tg["log_z_k"][-1]), res.log_z)
     for other in ("rts", "ts", "ti", "ti_rb"):
-        assert abs(float(res.evidence[f"log_z_{other}"]) - truth.log_z) < 0.5
+        assert abs(res.estimates.loc[other, "log_z"] - truth.log_z) < 0.5
     assert "particles" in res.group_names() and "log_weight" in res.particles
     path = tmp_path / "rts.nc"
     res.to_netcdf(path)
@@ -269,7 +269,7 @@ def test_wang_landau_visits_are_flat_on_the_bimodal_posterior():
     )
     counts = np.asarray(res.tempering["counts"])
     assert np.all(np.abs(counts / counts.mean() - 1) < 0.2), counts
-    assert "log_g" in res.tempering and np.isfinite(float(res.evidence["log_z_wang_landau"]))
+    assert "log_g" in res.tempering and np.isfinite(res.estimates.loc["wang_landau", "log_z"])
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
     assert res.log_z_se < 0.2  # 300 sweeps: a meaningful, not a tight, error bar
 
@@ -285,8 +285,8 @@ def test_rts_error_bars_match_the_spread_over_repeats():
         for s in range(16)
     ]
     for key in ("rts", "ti_rb"):
-        values = np.array([float(r.evidence[f"log_z_{key}"]) for r in runs])
-        ses = np.array([float(r.evidence[f"log_z_se_{key}"]) for r in runs])
+        values = np.array([r.estimates.loc[key, "log_z"] for r in runs])
+        ses = np.array([r.estimates.loc[key, "log_z_se"] for r in runs])
         ratio = np.std(values, ddof=1) / np.mean(ses)
         assert 0.55 < ratio < 1.6, (key, ratio)
         if key == "rts":
@@ -314,11 +314,11 @@ def test_rts_ti_rb_and_mbar_on_the_10d_mixture():
 
     truth = gaussian_mixture()
     res = pmz.evidence(truth.model, method="mbar", random_seed=4, progressbar=False, n_sweeps=800, n_temps=30)
-    d = res.evidence
+    d = res.estimates
     for name, value, se in (
         ("mbar", res.log_z, res.log_z_se),
-        ("rts", float(d["log_z_rts"]), float(d["log_z_se_rts"])),
-        ("ti_rb", float(d["log_z_ti_rb_corrected"]), float(d["log_z_se_ti_rb_corrected"])),
+        ("rts", d.loc["rts", "log_z"], d.loc["rts", "log_z_se"]),
+        ("ti_rb", d.loc["ti_rb_corrected", "log_z"], d.loc["ti_rb_corrected", "log_z_se"]),
     ):
         assert abs(value - truth.log_z) < 4 * se + 0.05, (name, value, se)
         assert se < 0.3, name

@@ -60,7 +60,7 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     upper_se^2)``: unreliable, floor the distance to the violated bound (not for ``bounds`` itself).
 ``bar_disagreement``
     a two-way method other than BAR and ``bounds`` (RAISE, cumulant, histogram) whose log Z differs from BAR of the
-    same paths (``bar_log_z``, ``bar_se``) by more than 3 combined se: one-sided (RAISE) or Gaussian-work
+    same paths (``estimates["bar"]``) by more than 3 combined se: one-sided (RAISE) or Gaussian-work
     (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better estimate of the two).
     Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ by < 1.5 se.
 ``cumulant_series``
@@ -72,7 +72,7 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     With BAR of the same paths (every two-way run) the verdict also needs the cumulant to lie more than 3 BAR se
     from BAR (the cumulant's own se, built on the same moments, is no yardstick then): a non-Gaussian work whose
     cumulant still agrees with BAR (a path 20 sd out among 512: terms 0.2, 0.06, 0.4) is no verdict. Floor:
-    ``|log_z - bar_log_z|`` (the reason quotes BAR). Good runs: the larger neglected term is 0-0.66 of ``k2/2`` on
+    ``|log_z - log Z_BAR|`` (the reason quotes BAR). Good runs: the larger neglected term is 0-0.66 of ``k2/2`` on
     the conjugate models and the scale model (``mu ~ N(0, 2)``, ``s ~ HalfNormal(1)``, 5 points; 64 and 512 paths),
     2.1 on one scale-model seed whose cumulant agreed with BAR; lagging paths: 7.9e4-3.6e13 (the 50-d hierarchical
     model's cumulant, 150 nats off: ~1e3).
@@ -81,15 +81,15 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     path with a huge work no weight): the ``k <= max(1, 1% of n)`` paths farthest from the median work each move the
     mean work of their direction by more than 1.5 standard errors of the other paths (``|mean - mean_rest| / k >
     1.5 sd_rest / sqrt(n)``, i.e. a single path beyond ``1.5 sqrt(n)`` sd of the others). Such a mean, its se and
-    the bound or cumulant built on it rest on one or a few paths. Floor: ``|log_z - bar_log_z|``. Good runs (the
+    the bound or cumulant built on it rest on one or a few paths. Floor: ``|log_z - log Z_BAR|``. Good runs (the
     conjugate models, ``hierarchical_normal``, the scale model below): 0.13-0.37 with 512 paths, 0.27-0.8 with 64;
     lagging paths: 2.2 (64 paths) and 96-8e5 (512). Simulated works (50 draws each): normal <= 0.54, exponential
     <= 1.04 (n = 64) and <= 0.39 (n = 512), lognormal with sd 1 <= 1.75 (n = 64); sd 2 (medians 0.6-1.2) is
     flagged often, rightly: its mean rests on a few draws.
 ``second_estimate``
-    diagnostics ``second_log_z``, ``second_log_z_se`` (an independent second estimate, e.g. ``method="auto"``):
-    compared with ``first_log_z`` / ``first_log_z_se``, else the first of ``estimates`` / ``estimates_se``, else
-    ``log_z`` / ``log_z_se``. A difference beyond 3 combined se is unreliable, floor ``|difference| / 2`` (the
+    diagnostics ``independent_estimates`` (two names in ``estimates``, independent estimates, e.g. ``method="auto"``'s
+    two halves): the second compared with the first (or with ``log_z`` / ``log_z_se`` when the first is absent). A
+    difference beyond 3 combined se is unreliable, floor ``|difference| / 2`` (the
     2-se interval reaches the other estimate).
 ``route_flag``
     a non-empty diagnostic ``unreliable`` (a route that ran out of time, ...): unreliable with that reason.
@@ -166,9 +166,19 @@ class _Context:
         """The first of ``keys`` that is a finite number in the diagnostics."""
         for key in keys:
             value = self.d.get(key)
-            if isinstance(value, int | float | np.integer | np.floating) and np.isfinite(value):
+            if _finite(value):
                 return float(value)
         return None
+
+    def other(self, name: str) -> tuple[float | None, float | None]:
+        """``(log_z, log_z_se)`` of another estimator of the same run (the diagnostics' ``estimates`` table), each
+        None where absent or not finite."""
+        log_z, se = (self.d.get("estimates") or {}).get(name, (None, None))
+        return (float(log_z) if _finite(log_z) else None), (float(se) if _finite(se) else None)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and bool(np.isfinite(value))
 
 
 def _fmt(x: float) -> str:
@@ -206,13 +216,13 @@ def _spread_floor(ctx: _Context) -> float:
 
 
 def _bar_distance(ctx: _Context) -> float | None:
-    """``|log_z - bar_log_z|``: how far the estimate lies from BAR of the same paths (None without BAR)."""
-    bar_log_z = ctx.num("bar_log_z")
+    """``|log_z - log Z_BAR|``: how far the estimate lies from BAR of the same paths (None without BAR)."""
+    bar_log_z, _ = ctx.other("bar")
     return None if bar_log_z is None else abs(ctx.estimate.log_z - bar_log_z)
 
 
 def _bar_note(ctx: _Context) -> str:
-    bar_log_z, bar_se = ctx.num("bar_log_z"), ctx.num("bar_se")
+    bar_log_z, bar_se = ctx.other("bar")
     if bar_log_z is None:
         return ""
     return f"; BAR of the same paths gives {bar_log_z:.6g}" + ("" if bar_se is None else f" +- {bar_se:.3g}")
@@ -383,7 +393,7 @@ def outside_bounds(ctx: _Context, bounds_valid: bool) -> _Finding | None:
 
 def bar_disagreement(ctx: _Context) -> _Finding | None:
     """Another estimator of a two-way run (RAISE, cumulant, histogram) far from BAR of the same works."""
-    bar_log_z, bar_se = ctx.num("bar_log_z"), ctx.num("bar_se")
+    bar_log_z, bar_se = ctx.other("bar")
     if bar_log_z is None or bar_se is None or ctx.estimate.method == "bounds":
         return None
     diff, combined = abs(ctx.estimate.log_z - bar_log_z), float(np.hypot(ctx.se0, bar_se))
@@ -421,7 +431,7 @@ def cumulant_series(ctx: _Context) -> _Finding | None:
                 f"{side} work skewness {_fmt(skew)}, excess kurtosis {_fmt(kurt)}: terms k2/2 {_fmt(second)}, "
                 f"|k3|/6 {_fmt(third)}, |k4|/24 {_fmt(fourth)}"
             )
-    distance, bar_se = _bar_distance(ctx), ctx.num("bar_se")
+    distance, bar_se = _bar_distance(ctx), ctx.other("bar")[1]
     if not found or (distance is not None and bar_se is not None and not distance > DISAGREEMENT_Z * bar_se):
         return None  # Gaussian enough, or (by luck or cancellation) where BAR of the same paths is
     return _Finding(
@@ -489,13 +499,12 @@ def work_outliers(ctx: _Context) -> _Finding | None:
 
 def second_estimate(ctx: _Context) -> _Finding | None:
     """Two independent estimates that disagree beyond their combined se."""
-    second, second_se = ctx.num("second_log_z"), ctx.num("second_log_z_se")
+    names = list(ctx.d.get("independent_estimates") or ())
+    if len(names) < 2:
+        return None
+    (first, first_se), (second, second_se) = ctx.other(names[0]), ctx.other(names[1])
     if second is None or second_se is None:
         return None
-    first, first_se = ctx.num("first_log_z"), ctx.num("first_log_z_se")
-    pair, pair_se = ctx.d.get("estimates"), ctx.d.get("estimates_se")
-    if first is None and pair is not None and pair_se is not None and np.size(pair) >= 2:
-        first, first_se = float(np.ravel(pair)[0]), float(np.ravel(pair_se)[0])
     if first is None or first_se is None:
         first, first_se = ctx.estimate.log_z, ctx.se0
     diff, combined = abs(first - second), float(np.hypot(first_se, second_se))

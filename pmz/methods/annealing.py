@@ -96,11 +96,11 @@ def _two_way_diagnostics(estimate, record, options):
         ref = estimate
     else:
         ref = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse)
-    keys = ("lower", "upper", "gap", "jarzynski_forward", "jarzynski_reverse", "overlap", "se_bennett")
+    keys = ("lower", "upper", "gap", "jarzynski_forward", "jarzynski_reverse", "overlap")
     extra = {k: ref.diagnostics[k] for k in keys if k in ref.diagnostics}
-    extra = {("bar_se" if k == "se_bennett" else k): v for k, v in extra.items()}
-    if estimate.method != "bar":
-        extra["bar_log_z"] = ref.log_z
+    if estimate.method != "bar":  # BAR of the same paths, with Bennett's asymptotic se
+        bar_pair = (ref.log_z, ref.diagnostics.get("se_bennett", np.nan))
+        extra["estimates"] = {**estimate.diagnostics.get("estimates", {}), "bar": bar_pair}
     extra["reverse_start"] = record.reverse_start
     user_start = getattr(options, "reverse_start", None)  # bridge's options have none
     if user_start is not None and options.posterior is not None:  # the user's draws

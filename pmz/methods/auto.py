@@ -23,8 +23,9 @@ In order:
 6. **Tempered route.** Resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
    runs giving the se.
 
-The result says which route ran and why (``res.evidence.attrs["route"]``, ``["route_reason"]``), lists both
-estimates (``res.evidence["estimates"]`` with dim ``estimate``), and holds the posterior draws in
+The result says which route ran and why (``res.evidence.attrs["route"]``, ``["route_reason"]``), lists every
+estimate computed on the way (``res.estimates``: the two bridge halves, the path and its halves, SMC), names the
+two independent ones it compared (``res.evidence.attrs["independent_estimates"]``), and holds the posterior draws in
 ``posterior`` with the model's own names.
 """
 
@@ -454,9 +455,8 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     diagnostics = {
         "route": record.route,
         "route_reason": record.reason,
-        "estimates": np.array([first.log_z] + ([second.log_z] if second is not None else [])),
-        "estimates_se": np.array([first.log_z_se] + ([second.log_z_se] if second is not None else [])),
-        "estimate_names": names,
+        "estimates": {name: (est.log_z, est.log_z_se) for name, est in ests.items()},
+        "independent_estimates": names,
         "timeline": [f"{label}: {t:.2f} s" for label, t in record.timeline],
         **{k: v for k, v in record.info.items() if k != "unreliable"},
     }
@@ -464,13 +464,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     if second is not None:
         diff = abs(first.log_z - second.log_z)
         combined = float(np.hypot(first.log_z_se, second.log_z_se))
-        diagnostics.update(
-            first_log_z=first.log_z,
-            first_log_z_se=first.log_z_se,
-            second_log_z=second.log_z,
-            second_log_z_se=second.log_z_se,
-            disagreement_z=diff / combined,
-        )
+        diagnostics["disagreement_z"] = diff / combined
         if diff > 3 * combined:
             warnings.append(
                 f"pmz: the two estimates disagree: {names[0]} {first.log_z:.3f} +/- {first.log_z_se:.3f} "

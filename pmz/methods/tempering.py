@@ -143,25 +143,25 @@ def _rts(trace, options):
 
 
 def _with_others(estimate, trace, options):
-    """Every tempering result also lists the other cheap estimators of the same trace (one run, many estimates):
-    ``log_z_rts``, ``log_z_ts``, ``log_z_ti`` / ``log_z_ti_rb`` (the chosen ``ti_rule``) and every TI rule
-    (``log_z_ti_riemann``, ``log_z_ti_rb_corrected``, ...), each with its ``log_z_se_...``."""
+    """Every tempering result also lists the other cheap estimators of the same trace (one run, many estimates) in
+    its ``estimates`` table: ``rts``, ``ts``, ``ti`` / ``ti_rb`` (the chosen ``ti_rule``), every TI rule
+    (``ti_riemann``, ``ti_rb_corrected``, ...) and, when it ran, ``wang_landau`` (its ``log g``, no se)."""
     curve = rts(trace)
     others = {"rts": lambda: curve, "ts": lambda: ts(trace)}
     for rule in TI_RULES:
         others[f"ti_{rule}"] = lambda rule=rule: ti(trace, rule)
         others[f"ti_rb_{rule}"] = lambda rule=rule: ti_rb(trace, rule)
-    extra = {}
+    estimates = {}
     for name, fn in others.items():
         other = fn()
-        extra[f"log_z_{name}"] = other.log_z
-        extra[f"log_z_se_{name}"] = other.log_z_se
+        estimates[name] = (other.log_z, other.log_z_se)
     for name in ("ti", "ti_rb"):
-        extra[f"log_z_{name}"] = extra[f"log_z_{name}_{options.ti_rule}"]
-        extra[f"log_z_se_{name}"] = extra[f"log_z_se_{name}_{options.ti_rule}"]
+        estimates[name] = estimates[f"{name}_{options.ti_rule}"]
+    extra = {}
     if trace.wang_landau:
-        extra["log_z_wang_landau"] = float(trace.wang_landau["log_g"][-1] + trace.log_z0)
+        estimates["wang_landau"] = (float(trace.wang_landau["log_g"][-1] + trace.log_z0), np.nan)
         extra["wang_landau_note"] = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
+    extra["estimates"] = {**estimate.diagnostics.get("estimates", {}), **estimates}
     if "log_z_k" not in estimate.diagnostics:
         extra["log_z_k"], extra["log_z_k_se"] = curve.diagnostics["log_z_k"], curve.diagnostics["log_z_k_se"]
     return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
