@@ -42,7 +42,7 @@ def run_sampler(model, name, draws, tune, chains, seed):
         elif name == "SimulatedTempering":
             step = pmz.SimulatedTempering(n_temps=20)
         else:
-            step = pmz.WangLandau(n_temps=20, gamma0=0.1)
+            step = pmz.WangLandau(n_temps=20, wl_gamma0=0.1)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

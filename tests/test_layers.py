@@ -3,8 +3,8 @@ import each other (directly or through others) at import time.
 
 Layers, lowest first (a module may import its own layer and any lower one):
 
-    utilities   weights, diagnostics, progress, threads, inference_data (NumPy maths, R-hat and k-hat, progress
-                bar, BLAS threads, ArviZ)
+    utilities   weights, diagnostics, validate, progress, threads, inference_data (NumPy maths, R-hat and k-hat,
+                argument checks, progress bar, BLAS threads, ArviZ)
     model       compile once: log prior / log likelihood on one flat vector; LogDensityParts, the Target protocol
     families    tempered families f_beta and their schedules
     kernels     Markov kernels that leave f_beta invariant, and their tuning
@@ -30,7 +30,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "pmz"
 
 LAYERS = (
-    ("utilities", ("pmz.weights", "pmz.diagnostics", "pmz.progress", "pmz.threads", "pmz.inference_data")),
+    ("utilities", ("pmz.weights", "pmz.diagnostics", "pmz.validate", "pmz.progress", "pmz.threads",
+                   "pmz.inference_data")),
     ("model", ("pmz.model",)),
     ("families", ("pmz.families",)),
     ("kernels", ("pmz.kernels",)),

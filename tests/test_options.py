@@ -114,3 +114,12 @@ def test_other_estimates_of_a_run_are_one_table_that_survives_netcdf(normal_mean
     assert loaded.estimates.equals(table)
     bar_res = pmz.evidence(normal_mean, method="bar", random_seed=2, progressbar=False, n_paths=64, n_temps=20)
     assert bar_res.estimates.empty  # BAR is the two-way reference itself
+
+
+def test_wang_landau_step_method_takes_the_evidence_option_names(normal_mean):
+    with normal_mean:
+        with pytest.raises(TypeError, match=r"WangLandau's 'gamma0' is now 'wl_gamma0', as in pmz.evidence"):
+            pmz.WangLandau(gamma0=0.5)
+        with pytest.raises(ValueError, match=r"wl_flatness must be a number in \(0, 1\)"):
+            pmz.WangLandau(wl_flatness=1.0)
+    assert {"wl_gamma0", "wl_flatness"} <= set(METHODS["wang_landau"].defaults)

@@ -191,7 +191,7 @@ def test_bad_options_and_competence(system):
         with pytest.raises(ValueError, match="log_zhat"):
             SimulatedTempering(n_temps=4, log_zhat=np.zeros(4))
         with pytest.raises(ValueError, match="flatness"):
-            WangLandau(flatness=1.5)
+            WangLandau(wl_flatness=1.5)
     var = system.model.value_vars[0]
     assert SimulatedTempering.competence(var, True) == Competence.INCOMPATIBLE
     assert WangLandau.competence(var, True) == Competence.INCOMPATIBLE

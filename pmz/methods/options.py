@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, fields
-from numbers import Integral, Real
 
 from ..estimators.ti import TI_RULES
 from ..families.schedules import SCHEDULES, validate_schedule
@@ -33,6 +32,18 @@ from ..runners.levels import LEVEL_MOVES
 from ..runners.resampling import RESAMPLING_SCHEMES
 from ..runners.wang_landau import WL_UPDATES
 from ..threads import DEFAULT_BLAS_THREADS, check_blas_threads
+from ..validate import (
+    anything,
+    at_least_two,
+    boolean,
+    fraction,
+    non_negative_int,
+    one_of,
+    optional,
+    optional_int,
+    positive_int,
+    positive_number,
+)
 
 __all__ = [
     "option",
@@ -51,104 +62,6 @@ __all__ = [
     "AutoOptions",
     "RENAMED",
 ]
-
-
-# --------------------------------------------------------------------------
-# checks: each returns the value (possibly normalised) or raises with a message naming the option
-# --------------------------------------------------------------------------
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool)
-
-
-def positive_int(name, value):
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"pmz: {name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def non_negative_int(name, value):
-    if not _is_int(value) or value < 0:
-        raise ValueError(f"pmz: {name} must be a non-negative integer, got {value!r}")
-    return int(value)
-
-
-def at_least_two(why):
-    def check(name, value):
-        value = positive_int(name, value)
-        if value < 2:
-            raise ValueError(f"pmz: {name} must be at least 2{why}, got {value}")
-        return value
-
-    return check
-
-
-def optional_int(low):
-    def check(name, value):
-        if value is not None and (not _is_int(value) or value < low):
-            kind = "a positive integer" if low == 1 else f"an integer >= {low}"
-            raise ValueError(f"pmz: {name} must be {kind} or None, got {value!r}")
-        return value if value is None else int(value)
-
-    return check
-
-
-def fraction(closed_right: bool):
-    """A number in (0, 1] (``closed_right``) or (0, 1)."""
-
-    def check(name, value):
-        inside = _is_number(value) and 0 < value and (value <= 1 if closed_right else value < 1)
-        if not inside:
-            interval = "a number in (0, 1]" if closed_right else "a number in (0, 1)"
-            raise ValueError(f"pmz: {name} must be {interval}, got {value!r}")
-        return value
-
-    return check
-
-
-def positive_number(name, value):
-    if not _is_number(value) or not value > 0:
-        raise ValueError(f"pmz: {name} must be a positive number, got {value!r}")
-    return value
-
-
-def optional(check):
-    def checked(name, value):
-        return value if value is None else check(name, value)
-
-    return checked
-
-
-def one_of(*choices, other=None, message=None):
-    """One of the strings ``choices``; anything that is not a string is passed to ``other`` (None: allowed).
-    ``message``: the error for an unknown string, formatted with ``name`` and ``value``."""
-
-    def check(name, value):
-        if isinstance(value, str):
-            if value not in choices:
-                if message is not None:
-                    raise ValueError(message.format(name=name, value=value))
-                extra = f" or {other.__doc__}" if other is not None and other.__doc__ else ""
-                raise ValueError(f"pmz: {name} must be one of {list(choices)}{extra}, got {value!r}")
-            return value
-        return value if other is None else other(name, value)
-
-    return check
-
-
-def boolean(name, value):
-    if not isinstance(value, bool):
-        raise ValueError(f"pmz: {name} must be True or False, got {value!r}")
-    return value
-
-
-def anything(name, value):
-    return value
 
 
 # --------------------------------------------------------------------------
@@ -484,6 +397,13 @@ class ARMOptions(SMCOptions):
     reseed_steps: int = option(20, "variant='reseed': kernel steps of a reseeded particle", non_negative_int)
 
 
+def _seconds(name, value):
+    try:
+        return positive_number(name, value)
+    except ValueError:
+        raise ValueError(f"pmz: {name} must be a positive number of seconds or None, got {value!r}") from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class AutoOptions(CommonOptions):
     """The default (``"auto"``): many-chain HMC, cross-fitted bridge sampling, a path from the fitted reference
@@ -494,7 +414,7 @@ class AutoOptions(CommonOptions):
     n_draws: int = option(125, "draws per chain in the first pass", positive_int)
     n_warmup: int = option(400, "warm-up iterations per chain", positive_int)
     target_se: float = option(0.03, "draw more (up to 8x) until the se is below this", positive_number)
-    max_time: object = option(None, "time budget in seconds (None: none)")
+    max_time: object = option(None, "time budget in seconds (None: none)", optional(_seconds))
     max_rhat: float = option(1.05, "split R-hat above this: the chains disagree (tempered route)", positive_number)
     max_khat: float = option(0.7, "Pareto k-hat above this: the reference's tails are too light", positive_number)
     min_overlap: float = option(0.2, "bridge overlap below this: add a path from the reference", positive_number)
@@ -507,6 +427,3 @@ class AutoOptions(CommonOptions):
             raise ValueError(
                 f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {self.n_chains}"
             )
-        max_time = self.max_time
-        if max_time is not None and not (_is_number(max_time) and max_time > 0):
-            raise ValueError(f"pmz: max_time must be a positive number of seconds or None, got {max_time!r}")

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..kernels.base import Kernel
 from ..progress import progress_bar
+from ..validate import fraction, one_of, positive_number
 from .level_weights import wang_landau_init, wang_landau_update
 from .tempering import tempering_init, tempering_sweep, uniform_log_prior
 
@@ -62,12 +63,9 @@ def run_wang_landau(
     (visits since the last halving), ``visits`` (all visits), ``log_g_history`` (``n_snapshots`` x K) and
     ``level_traces``.
     """
-    if update not in WL_UPDATES:
-        raise ValueError(f"pmz: update must be one of {WL_UPDATES}, got {update!r}")
-    if not 0 < flatness < 1:
-        raise ValueError(f"pmz: flatness must lie in (0, 1), got {flatness!r}")
-    if gamma0 <= 0:
-        raise ValueError(f"pmz: gamma0 must be positive, got {gamma0!r}")
+    one_of(*WL_UPDATES)("update", update)
+    fraction(closed_right=False)("flatness", flatness)
+    positive_number("gamma0", gamma0)
     betas = np.asarray(betas, dtype=float)
     K = betas.size
     log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runners.level_weights import wang_landau_init, wang_landau_update
+from ..validate import fraction, positive_number
 from .tempering import _TemperingStep
 
 __all__ = ["WangLandau"]
@@ -38,9 +39,9 @@ class WangLandau(_TemperingStep):
     ----------
     vars, n_temps, schedule, log_zhat, level_move, n_leapfrog, n_pilot, model, rng, blocked
         As for :class:`SimulatedTempering`. ``log_zhat`` (default: the pilot's estimate) starts ``theta``.
-    gamma0 : float
-        Initial modification factor ``log(1 + gamma0)``.
-    flatness : float in (0, 1)
+    wl_gamma0 : float
+        Initial modification factor ``log(1 + wl_gamma0)`` (``pmz.evidence``'s option of the same name).
+    wl_flatness : float in (0, 1)
         Flat-histogram tolerance (0.2: every level within 20% of the mean).
     """
 
@@ -55,20 +56,23 @@ class WangLandau(_TemperingStep):
         log_zhat=None,
         level_move: str = "gibbs",
         n_leapfrog: int = 10,
-        gamma0: float = 1.0,
-        flatness: float = 0.2,
+        wl_gamma0: float = 1.0,
+        wl_flatness: float = 0.2,
         n_pilot: int = 256,
         compile_mode=None,
         model=None,
         rng=None,
         blocked: bool = True,
+        **renamed,
     ):
-        if not gamma0 > 0:
-            raise ValueError(f"pmz: gamma0 must be positive, got {gamma0!r}")
-        if not 0 < flatness < 1:
-            raise ValueError(f"pmz: flatness must lie in (0, 1), got {flatness!r}")
-        self.gamma0 = float(gamma0)
-        self.flatness = float(flatness)
+        if renamed:
+            new = {"gamma0": "wl_gamma0", "flatness": "wl_flatness"}
+            old = next(iter(renamed))
+            if old not in new:
+                raise TypeError(f"WangLandau() got an unexpected keyword argument {old!r}")
+            raise TypeError(f"pmz: WangLandau's {old!r} is now {new[old]!r}, as in pmz.evidence (same meaning)")
+        self.gamma0 = float(positive_number("wl_gamma0", wl_gamma0))
+        self.flatness = float(fraction(closed_right=False)("wl_flatness", wl_flatness))
         super().__init__(
             vars,
             n_temps=n_temps,
