@@ -1,10 +1,10 @@
 """Option sets: one frozen dataclass per family of methods, each option documented and validated once.
 
 ``pmz.evidence(model, method=..., **options)`` builds the method's option set from the keywords
-(:func:`build_options`); a ready option set may be passed as ``options=`` instead, with keywords overriding
-its fields. Every field is declared with :func:`option`: its default, one line of documentation (from which
-the table in ``pmz.evidence``'s docstring and in docs/options.md is generated, :func:`options_table`) and
-its check, run in ``__post_init__``. A family that changes a default re-declares the field with
+(:func:`pmz.api.build_options`); a ready option set may be passed as ``config=`` instead, with keywords overriding
+its fields. Every field is declared with :func:`option`: its default, one line of documentation (from which the
+options table of ``pmz.evidence``'s docstring is generated, :func:`options_table`) and its check
+(:mod:`pmz.validate`), run in ``__post_init__``. A family that changes a default re-declares the field with
 :func:`override`, which keeps the documentation and the check.
 
 Families (a subclass accepts its parent's options):
