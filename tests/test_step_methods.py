@@ -1,4 +1,5 @@
-"""pmz's PyMC step methods (SimulatedTempering, WangLandau) and the trace estimators tempered_evidence / tempered_weights.
+"""pmz's PyMC step methods (SimulatedTempering, WangLandau) and the trace estimators tempered_evidence /
+tempered_weights.
 
 Statistical tests on the conjugate normal-mean model (exact log evidence and exact posterior), fixed seeds.
 """

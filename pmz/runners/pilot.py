@@ -28,6 +28,7 @@ from ..kernels.tuning import TuningResult
 from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..sequences.tempering import TemperingSequence
+from ..validate import fraction
 from ..weights import normalized_weights
 from .smc_stage import SMCSettings, smc_init, smc_stage
 
@@ -190,8 +191,7 @@ def adaptive_pilot(
     (``1 - CESS ~= (db)^2 g(b)``), so the visited temperatures are a constant-speed schedule. ``params`` are on
     the visited temperatures; use :meth:`TuningResult.params_for` for any other schedule.
     """
-    if not 0 < cess_target < 1:
-        raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")
+    fraction(closed_right=False)("cess_target", cess_target)
     params0 = kernel.default_params(family.dim)
     sequence = TemperingSequence(family, kernel, cess_target=cess_target)
     count = [0]

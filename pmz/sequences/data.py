@@ -22,6 +22,7 @@ import numpy as np
 from ..families.data import PartialLikelihood
 from ..kernels.base import ParticleState
 from ..model.reference import PriorReference
+from ..validate import fraction
 from ..weights import log_cess_fraction, normalized_log_weights
 from .base import SMCSequence, resolve_order
 
@@ -70,8 +71,7 @@ class DataAnnealingSequence(SMCSequence):
         if not (obs_per_stage == "adaptive" or (isinstance(obs_per_stage, int | np.integer) and obs_per_stage >= 1)):
             raise ValueError(f"pmz: obs_per_stage must be a positive integer or 'adaptive', got {obs_per_stage!r}")
         self.obs_per_stage = obs_per_stage
-        if not 0 < cess_target < 1:
-            raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")
+        fraction(closed_right=False)("cess_target", cess_target)
         self.cess_target = float(cess_target)
         self._families = {}
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..families.adaptive import next_beta_by_cess
 from ..families.schedules import validate_schedule
+from ..validate import fraction
 from .base import SMCSequence
 
 __all__ = ["TemperingSequence"]
@@ -42,8 +43,7 @@ class TemperingSequence(SMCSequence):
         self.log_z0 = float(family.log_z0)
         self.t_start, self.t_end = 0.0, 1.0
         self.schedule = None if schedule is None else validate_schedule(np.asarray(schedule, dtype=float))
-        if not 0 < cess_target < 1:
-            raise ValueError(f"pmz: cess_target must lie in (0, 1), got {cess_target!r}")
+        fraction(closed_right=False)("cess_target", cess_target)
         self.cess_target = float(cess_target)
 
     def start(self, rng, n):

@@ -4,8 +4,8 @@ Draw i of the trace (all chains, all post-tuning draws, ``N`` in total) carries 
 ``Q_i = q_i(. | x_i)`` over all K levels (stat ``rb_probs``), the guesses ``log Zhat^(i)`` it was made with
 (``log_zhat``) and the prior over levels ``log r`` (``log_prior``).
 
-:func:`tempered_evidence` maximises the multinomial likelihood of RTS Appendix A (Carlson et al. 2016) over ``z_k = log Z_k -
-log Z_0`` (``z_0 = 0``),
+:func:`tempered_evidence` maximises the multinomial likelihood of RTS Appendix A (Carlson et al. 2016) over ``z_k =
+log Z_k - log Z_0`` (``z_0 = 0``),
 
     L(z) = sum_i sum_k Q_ik log pi_k^(i)(z),      pi^(i)(z) = softmax_k(log r_k + z_k - log Zhat^(i)_k),
 
@@ -71,7 +71,9 @@ def _tempering_stats(idata):
         raise ValueError(f"pmz: the tempering stats have different shapes {sorted(shapes)}")
     log_prior = out["log_prior"]
     if not np.allclose(log_prior, log_prior[:1, :1]):
-        raise ValueError("pmz: the prior over levels (log_prior) changes between draws; tempered_evidence needs one prior")
+        raise ValueError(
+            "pmz: the prior over levels (log_prior) changes between draws; tempered_evidence needs one prior"
+        )
     return out, stats
 
 
@@ -109,7 +111,8 @@ def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstima
     warnings = list(est.warnings)
     if gap > 0.5 / K:
         warnings.append(
-            f"pmz: tempered_evidence: the level marginal is far from the prior over levels (max |r_k - c_k| = {gap:.3g}): some "
+            "pmz: tempered_evidence: the level marginal is far from the prior over levels "
+            f"(max |r_k - c_k| = {gap:.3g}): some "
             "levels were rarely visited; tune longer or give better log_zhat guesses"
         )
     diagnostics = dict(est.diagnostics, max_gap=gap, n_chains=int(n_chains), n_draws=int(n_draws))

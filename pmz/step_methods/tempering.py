@@ -48,8 +48,8 @@ Adaptation while ``pm.sample`` tunes (``self.tune``; everything is frozen once `
 
 After tuning, :class:`SimulatedTempering` is a fixed Markov kernel leaving ``q`` invariant, and the RTS estimate
 (RTS eq 10) from the post-tuning draws is consistent; :class:`WangLandau` keeps adapting with a vanishing gain, and
-:func:`pmz.step_methods.tempered_evidence` combines its draws (with their different guesses) through the multinomial likelihood
-of RTS Appendix A.
+:func:`pmz.step_methods.tempered_evidence` combines its draws (with their different guesses) through the multinomial
+likelihood of RTS Appendix A.
 
 Stats (one value per draw; ``K = n_temps + 1``)
 ----------------------------------------------

@@ -29,8 +29,8 @@ class WangLandau(_TemperingStep):
     ``gamma_t = K / t`` (Belardinelli & Pereyra 2007; ``t / K`` is their Monte Carlo time in sweeps of the ladder,
     and in the stochastic-approximation form ``theta_k += gamma_t (1[k_t = k] / r_k - 1) / K`` this is the gain
     ``1 / t``). Because the 1/t gain vanishes but never stops, the chain is not a fixed Markov kernel;
-    :func:`pmz.step_methods.tempered_evidence` treats each draw with the guesses it was made with (RTS Appendix A), which is
-    what makes the draws usable. pmz's many-chain runner (:mod:`pmz.runners.wang_landau`) applies
+    :func:`pmz.step_methods.tempered_evidence` treats each draw with the guesses it was made with (RTS Appendix
+    A), which is what makes the draws usable. pmz's many-chain runner (:mod:`pmz.runners.wang_landau`) applies
     ``log(1 + gamma) v_k / r_k`` per sweep (``v_k``: the fraction of chains at level k), i.e. one sweep moves the
     weights as much as K single-chain steps, and its 1/t rule in sweeps is ``gamma_t = 1 / t``: the same schedule,
     and the same function (:func:`pmz.runners.level_weights.wang_landau_update`, time unit K here, 1 there).
