@@ -255,9 +255,9 @@ def histogram_posterior(
     -------
     EvidenceEstimate
         ``method = "histogram"``, ``log_z`` = posterior mean, ``log_z_se`` = posterior sd, ``log_z_draws`` (after
-        burn-in). Diagnostics: ``ml_log_z`` (the WHAM / BAR value), ``ml_se``, ``overlap``, ``work``, ``lam``,
-        ``log_dos`` (ML, normalised), ``dos_posterior_mean``, ``ess_draws`` (of the Gibbs chain), ``mcse``
-        (Monte Carlo se of the posterior mean), ``n_draws``, ``n_burn``, ``a``, ``b``.
+        burn-in). Diagnostics: ``estimates`` (``{"ml": (log_z, se)}``: the WHAM maximum, which is BAR), ``se_ml``,
+        ``overlap``, ``work``, ``lam``, ``log_dos`` (ML, normalised), ``dos_posterior_mean``, ``ess_draws`` (of the
+        Gibbs chain), ``mcse`` (Monte Carlo se of the posterior mean), ``n_draws``, ``n_burn``, ``a``, ``b``.
 
     Examples
     --------
@@ -267,7 +267,7 @@ def histogram_posterior(
     >>> f = WorkRecord(log_weights=-rng.normal(1.0, 1.0, 300), schedule=[0.0, 1.0])
     >>> r = WorkRecord(log_weights=-rng.normal(0.0, 1.0, 300), schedule=[0.0, 1.0], direction="reverse")
     >>> est = histogram_posterior(f, r, n_draws=500, rng=np.random.default_rng(0))
-    >>> abs(est.log_z - est.diagnostics["ml_log_z"]) < 0.5 * est.log_z_se, est.log_z_draws.shape
+    >>> abs(est.log_z - est.diagnostics["estimates"]["ml"][0]) < 0.5 * est.log_z_se, est.log_z_draws.shape
     (True, (500,))
     """
     log_w_f, log_w_r, log_z0 = check_work_pair(forward, reverse)
@@ -280,8 +280,8 @@ def histogram_posterior(
     sd = float(np.std(draws, ddof=1)) if draws.size > 1 else np.inf
     ess = _ess_draws(draws)
     diagnostics = {
-        "ml_log_z": ml.log_z,
-        "ml_se": ml.log_z_se,
+        "estimates": {"ml": (ml.log_z, ml.log_z_se)},
+        "se_ml": ml.log_z_se,
         "overlap": ml.diagnostics["overlap"],
         "work": ml.diagnostics["work"],
         "lam": ml.diagnostics["lam"],

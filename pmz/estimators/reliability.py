@@ -212,7 +212,7 @@ def _spread_floor(ctx: _Context) -> float:
         ess, s_w = ctx.num("ess"), None if log_w is None else _weighted_sd(log_w)
         if ess is not None and s_w is not None:
             one_way = s_w / np.sqrt(max(ess, 1.0))
-    return _largest(ctx.num("se_ml", "ml_se"), ctx.num("se_bootstrap"), bracket, one_way)
+    return _largest(ctx.num("se_ml"), ctx.num("se_bootstrap"), bracket, one_way)
 
 
 def _bar_distance(ctx: _Context) -> float | None:

@@ -123,7 +123,10 @@ def _two_way_diagnostics(estimate, record, options):
             + " or pass draws of the target (posterior=idata or an array of states)."
         )
     estimate = _with_schedule_diagnostics(estimate, record.forward)
-    return replace(estimate, diagnostics={**extra, **estimate.diagnostics}, warnings=warnings)
+    diagnostics = {**extra, **estimate.diagnostics}
+    if "estimates" in extra:  # the estimator's own table (e.g. the histogram's ML value) and BAR of the same paths
+        diagnostics["estimates"] = extra["estimates"]
+    return replace(estimate, diagnostics=diagnostics, warnings=warnings)
 
 
 def _ess_fraction(log_w) -> float:
