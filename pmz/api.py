@@ -1,4 +1,4 @@
-"""``pmz.evidence``: argument checking and dispatch to a registered method."""
+"""``pmz.evidence``: resolve the target, build the method's option set, run, estimate, judge and make the result."""
 
 from __future__ import annotations
 
