@@ -154,7 +154,7 @@ class DBM:
             )
         return self.as_rbm().log_z_exact()
 
-    def log_z_given_v(self, V) -> np.ndarray:
+    def log_z_given_v(self, V, *, max_elements: int = _MAX_ELEMENTS) -> np.ndarray:
         """``log Z(v) = log sum_{h1,h2} exp(-E(v, h1, h2))`` for a batch ``V (n, nv)``, exactly.
 
         Given ``v`` the hidden layers form an RBM (``h1`` biases ``b1 + v W1``), so the smaller hidden layer is
@@ -165,7 +165,8 @@ class DBM:
         * ``n2 < n1``: ``a'v + logsumexp_{h2} [b2'h2 + sum_j softplus(b1_j + (v W1)_j + (W2 h2)_j)]``.
 
         Refused when ``min(n1, n2) > DBM_EXACT_MAX_UNITS``. A 16-unit layer (65536 states) with 32 units in the
-        other costs about ``n`` x 2 M softplus evaluations.
+        other costs about ``n`` x 2 M softplus evaluations. ``max_elements`` bounds the entries of one
+        intermediate array (states in blocks, rows of ``V`` in chunks).
         """
         nv, n1, n2 = self.sizes
         V = np.asarray(V, dtype=np.float64)
@@ -178,13 +179,13 @@ class DBM:
             def terms(rows, H1):
                 return D[rows] @ H1.T + np.sum(softplus(self.b2 + H1 @ self.W2), axis=1)
 
-            log_sum = _logsumexp_enumerated(V.shape[0], n1, 1, terms)
+            log_sum = _logsumexp_enumerated(V.shape[0], n1, 1, terms, max_elements)
         else:
             def terms(rows, H2):
                 G = D[rows][:, None, :] + (H2 @ self.W2.T)[None]  # (rows, states, n1)
                 return H2 @ self.b2 + np.sum(softplus(G), axis=2)
 
-            log_sum = _logsumexp_enumerated(V.shape[0], n2, n1, terms)
+            log_sum = _logsumexp_enumerated(V.shape[0], n2, n1, terms, max_elements)
         return V @ self.a + log_sum
 
     def log_likelihood(self, V, log_z: float) -> np.ndarray:
