@@ -119,6 +119,18 @@ def test_evidence_matches_enumeration(method, space):
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.01
 
 
+@pytest.mark.parametrize(("space", "method"), [("even", "ais"), ("joint", "bar")])
+def test_evidence_on_a_digits_sized_dbm(space, method):
+    """A 64-20-16 DBM (weights sd 0.3): exact log Z enumerates the 2^20 states of h1 (under a second); measured
+    even/AIS 80.9972 +- 0.0260, joint/BAR 80.9977 +- 0.0283 against 80.9794 (K = 300, 200 paths, ~1 s each)."""
+    dbm = random_dbm(64, 20, 16, seed=0, scale=0.3)
+    truth = dbm.exact_log_z()
+    res = pmz.evidence(energy_model(dbm, space=space), method=method, random_seed=1, n_paths=200, n_temps=300,
+                       progressbar=False)
+    assert res.log_z_se < 0.05
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.01
+
+
 # ------------------------------------------------------------------------------------------ mean field
 def test_mean_field_lower_bound():
     """For every v of a 10-6-4 DBM: bound <= exact log p(v); tight (measured: gap 0.136 nats averaged over p(v),
