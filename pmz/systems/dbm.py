@@ -286,6 +286,8 @@ def energy_model(dbm: DBM, base_means=None, *, space: str = "even", kernel=None,
         raise ValueError(f"base_means must have {nv} entries (the visible units), got {p0.size}")
     name = name or f"dbm {nv}-{n1}-{n2} ({space})"
     if space == "even":
+        if isinstance(kernel, str) and kernel not in ("gibbs", "block_mh"):
+            raise ValueError(f"kernel {kernel!r} is not available in even space; choose 'gibbs' or 'block_mh'")
         model = rbm_energy_model(dbm.as_rbm(), np.concatenate([p0, np.full(n2, 0.5)]), kernel=kernel, name=name)
     elif space == "joint":
         base = BernoulliBase(np.concatenate([p0, np.full(n1 + n2, 0.5)]))
