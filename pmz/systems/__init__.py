@@ -11,10 +11,12 @@
 * a 50-dimensional hierarchical normal model with known variances and exact log evidence
   (``hierarchical_normal``);
 * probit GP classification on two digit classes of scikit-learn's digits (``gp_classification``,
-  ``digits_gp_problem``): exact evidence (an orthant probability) for up to 12 points, EP beyond.
+  ``digits_gp_problem``): exact evidence (an orthant probability) for up to 12 points, EP beyond;
+* a deep Boltzmann machine with two hidden layers (``dbm_tiny``, ``random_dbm``): exact log Z by enumeration.
 """
 
 from .bimodal import bimodal_posterior
+from .dbm import dbm_tiny, random_dbm
 from .conjugate import (
     ALL_SYSTEMS,
     KnownTruth,
@@ -38,6 +40,8 @@ __all__ = [
     "potts",
     "rbm_digits",
     "random_rbm",
+    "dbm_tiny",
+    "random_dbm",
     "gaussian_mixture",
     "bimodal_posterior",
     "gaussian_toy_works",
