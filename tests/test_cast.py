@@ -307,3 +307,25 @@ def test_cast_step_method_options():
             with pytest.raises(ValueError):
                 pmz.CAST(**bad)
     assert "CAST" in pmz.__all__ and pmz.CAST is pmz.step_methods.CAST
+
+
+def test_example_quick():
+    """examples/cast_two_node.py --quick (4 runs x 50 chains): Gibbs stays in its start mode, FPCD's fast weights
+    switch but over-visit the mixed states, CAST and Wang-Landau on [0, 1] spend about half of the time in each."""
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    sys.path.insert(0, str(examples))
+    try:
+        from cast_two_node import main
+    finally:
+        sys.path.pop(0)
+    results = main(["--quick"])
+    gibbs, fpcd = results[("Gibbs (beta = 1)", 1000)], results[("FPCD-style fast weights", 1000)]
+    assert gibbs["share"] > 0.85 and gibbs["both"] < 0.3
+    assert fpcd["both"] == 1.0 and fpcd["mixed"] > 1e-3  # exact: 4.5e-5
+    for name in ("CAST [0, 1], swap every 10", "Wang-Landau tempering [0, 1], beta = 1 states"):
+        row = results[(name, 1000)]
+        assert abs(row["share"] - 0.5) < 0.05 and row["both"] > 0.95, (name, row)
+        assert row["mixed"] < 1e-3
