@@ -109,9 +109,9 @@ class CAST(PowerPosteriorStep):
         The ladder: ``"uniform"`` (CAST's: uniform in ``[beta_min, 1]``,
         :func:`pmz.runners.cast.uniform_ladder`), a named rule of :func:`pmz.families.schedules.make_schedule`
         (default ``"power"``, ``b_k = (k / n_temps)^4``), or an array (strictly increasing from a value >= 0 to 1).
-        On a power posterior the low temperatures need fine steps: on ``pmz.systems.bimodal_posterior()`` the power
-        ladder with 11 levels made 11-14 fast-chain round trips per 1500 draws, the uniform one in ``[0, 1]``
-        1-7 (docs/cast.md).
+        On a power posterior the low temperatures need fine steps: on ``pmz.systems.bimodal_posterior()`` the
+        fast chain made 15-18 round trips down the ladder and back per 1500 draws with the power ladder (11
+        levels), 6-12 with the uniform one on ``[0, 1]`` (11 levels) and 0-9 with 20 uniform levels (docs/cast.md).
     n_temps : int
         ``K - 1``: the ladder has ``n_temps + 1`` levels.
     beta_min : float in [0, 1)
