@@ -329,3 +329,21 @@ def test_example_quick():
         row = results[(name, 1000)]
         assert abs(row["share"] - 0.5) < 0.05 and row["both"] > 0.95, (name, row)
         assert row["mixed"] < 1e-3
+
+
+def test_pm_sample_cast_is_reproducible_across_processes():
+    """Same random_seed, same draws and stats: twice with cores=1, and with cores=2 (the step is pickled without its
+    compiled functions and rebuilt in each process)."""
+    truth = pmz.systems.bimodal_posterior()
+
+    def run(cores):
+        with truth.model:
+            return pm.sample(draws=40, tune=40, chains=2, cores=cores, step=pmz.CAST(n_pilot=64, swap_interval=5),
+                             random_seed=SEED, **SAMPLE)
+
+    a, b, c = run(1), run(1), run(2)
+    for other in (b, c):
+        assert np.array_equal(a.posterior["mu"].values, other.posterior["mu"].values)
+        for name in ("level", "swapped", "log_g", "accept"):
+            assert np.array_equal(a.sample_stats[name].values, other.sample_stats[name].values), name
+    assert not np.array_equal(a.posterior["mu"].values[0], a.posterior["mu"].values[1])
