@@ -138,7 +138,9 @@ def test_cast_mixes_between_the_modes_where_gibbs_does_not(mrf):
 @pytest.mark.parametrize("swap", ["last", "exchange"])
 def test_ising_slow_chains_and_weights(swap):
     """A 4 x 4 Ising torus at J = 0.6 (ordered, two magnetised modes) with its checkerboard heat bath: the slow
-    chains' E[m] (0) and E[m^2] (enumeration) within 4 MCSE, and the weights within 0.1 of Kaufman's log Z_k."""
+    chains' E[m] (0) and E[m^2] (enumeration) within 4 MCSE, and the weights within 0.1 of Kaufman's log Z_k.
+    The paper's rule "last" is allowed its measured bias of E[m^2] (-6e-4 +- 0.5e-4 with a swap every 10 steps,
+    docs/cast.md; here MCSE ~5e-4), "exchange" none."""
     L, J = 4, 0.6
     model = ising(L, J).model
     states = 2.0 * ((np.arange(2**16)[:, None] >> np.arange(16)) & 1) - 1.0
@@ -153,7 +155,8 @@ def test_ising_slow_chains_and_weights(swap):
     mean, mcse = mean_and_mcse(m)
     assert abs(mean) < 4 * mcse and mcse < 0.05, (mean, mcse)
     mean, mcse = mean_and_mcse(m**2)
-    assert abs(mean - exact_m2) < 4 * mcse and mcse < 0.01, (mean, exact_m2, mcse)
+    bias = 6e-4 if swap == "last" else 0.0
+    assert abs(mean - exact_m2 + bias) < 4 * mcse and mcse < 0.002, (mean, exact_m2, mcse)
     exact = np.array([ising_log_z_exact(L, b * J) for b in betas])
     assert np.max(np.abs(run.log_g - (exact - exact[0]))) < 0.1
     assert run.swaps.sum() > 0.05 * run.n_swap_steps * 50

@@ -17,8 +17,9 @@ as the many-pair runner, on a batch of one pair):
 
 The slow chain never leaves ``beta = 1``, so every draw is a posterior draw (no reweighting, unlike the tempering
 samplers); the fast chain carries it across the barriers between modes. With ``swap="last"`` the handed-over state
-is slightly biased towards states that leave ``beta = 1`` easily (see :mod:`pmz.runners.cast`); ``"exchange"`` is
-exact once the weights are frozen but swaps about ``1/K`` as often.
+is slightly biased towards states that leave ``beta = 1`` easily (a relative error of E[m^2] below 1e-3 on an
+Ising torus, see :mod:`pmz.runners.cast`); ``swap="exchange", swap_interval=1`` is exact once the weights are
+frozen and swaps at about ``1/K`` of the draws.
 
 Setup at a chain's first draw, with the step's own generator (seeded per chain by ``pm.sample``): for a tunable
 kernel (HMC, Gibbs + HMC) a pilot of ``n_pilot`` particles (:func:`pmz.runners.pilot.tune_along_schedule`, from the
