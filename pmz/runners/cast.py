@@ -314,6 +314,7 @@ def run_cast(
     wl_gamma0: float = 1.0,
     wl_flatness: float = 0.2,
     update: str = "counts",
+    adapt: bool = True,
     level_move: str = "gibbs",
     n_steps_per_temp: int = 1,
     start_x=None,
@@ -327,7 +328,9 @@ def run_cast(
 
     ``params``: one ``KernelParams`` per level (default: the kernel's default parameters at every level, right for
     Gibbs kernels; tune HMC with :func:`pmz.runners.pilot.tune_along_schedule`). ``log_g``: initial Wang-Landau
-    weights (default zeros). The other arguments are those of :func:`cast_step`.
+    weights (default zeros); ``adapt=False`` keeps them there (simulated tempering with fixed weights: with
+    ``swap="exchange"`` the pairs then leave ``p_1(x_s) q(x_f, k)`` exactly invariant). The other arguments are
+    those of :func:`cast_step`.
 
     Examples
     --------
@@ -369,7 +372,7 @@ def run_cast(
         for i in range(n_steps):
             state, info = cast_step(
                 rng, state, family=family, kernel=kernel, betas=betas, params=params, log_prior=log_prior,
-                swap_interval=swap_interval, swap=swap, wl_flatness=wl_flatness, update=update,
+                swap_interval=swap_interval, swap=swap, wl_flatness=wl_flatness, update=update, adapt=adapt,
                 level_move=level_move, n_steps_per_temp=n_steps_per_temp,
             )
             if keep_draws:
@@ -390,8 +393,8 @@ def run_cast(
         fast_acceptance = accept_sum / accept_n
     settings = dict(
         n_pairs=n_pairs, n_steps=n_steps, swap_interval=int(swap_interval), swap=swap, wl_gamma0=float(wl_gamma0),
-        wl_flatness=float(wl_flatness), update=update, level_move=level_move, n_steps_per_temp=int(n_steps_per_temp),
-        kernel=kernel.name,
+        wl_flatness=float(wl_flatness), update=update, adapt=bool(adapt), level_move=level_move,
+        n_steps_per_temp=int(n_steps_per_temp), kernel=kernel.name,
     )
     return CASTRun(
         betas=betas,
