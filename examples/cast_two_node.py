@@ -354,7 +354,7 @@ beta = 1 states only. FPCD-style fast weights: see `examples/cast_two_node.py` (
 ## Tests
 
 `tests/test_cast.py`: the slow chains' moments on the 2-node MRF (E[s1], E[s2] = 0 within 4 MCSE; mixed states
-within a Poisson bound) and on a 4 x 4 Ising torus at J = 0.6 (E[m], E[m^2] by enumeration, both swap rules);
+within a Poisson bound) and on a 4 x 4 Ising torus at J = 0.6 (E[m], E[m^2] by enumeration, both swap rules, "last" allowed its measured bias);
 Wang-Landau's log g_k within 4 se (over 4 runs, se < 0.02) of the exact log Z_k - log Z_0 on the MRF and within
 0.1 of Kaufman's on the Ising ladder; CAST switching modes where Gibbs (about 9 switches in 10^5 sweeps) does not;
 the runner on a PowerPosterior with HMC; `pm.sample(step=pmz.CAST())` on the bimodal posterior (both modes in
