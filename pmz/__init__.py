@@ -16,7 +16,7 @@ from .model.energy import EnergyModel
 from .model.pymc import ModelSpecificationError
 from .plots import plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
-from .step_methods import GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
+from .step_methods import CAST, GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
 __all__ = [
     "evidence",
@@ -34,6 +34,7 @@ __all__ = [
     "plot_smc",
     "SimulatedTempering",
     "WangLandau",
+    "CAST",
     "GPRMHMC",
     "tempered_evidence",
     "tempered_weights",

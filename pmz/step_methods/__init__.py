@@ -6,9 +6,10 @@
 >>> pmz.tempered_evidence(idata).log_z                                                     # doctest: +SKIP
 """
 
+from .cast import CAST
 from .from_trace import tempered_evidence, tempered_weights
 from .rmhmc import GPRMHMC
 from .simulated_tempering import SimulatedTempering
 from .wang_landau import WangLandau
 
-__all__ = ["SimulatedTempering", "WangLandau", "GPRMHMC", "tempered_evidence", "tempered_weights"]
+__all__ = ["SimulatedTempering", "WangLandau", "CAST", "GPRMHMC", "tempered_evidence", "tempered_weights"]

@@ -113,10 +113,11 @@ from .base import PowerPosteriorStep
 __all__ = []  # the samplers: pmz.step_methods.simulated_tempering, pmz.step_methods.wang_landau
 
 
-def _checked_value_vars(model, vars, blocked: bool, who: str):
-    """The value variables the step updates: all free variables of the model, all continuous."""
+def _checked_value_vars(model, vars, blocked: bool, who: str, allow_discrete: bool = False):
+    """The value variables the step updates: all free variables of the model, all continuous (unless
+    ``allow_discrete``: :class:`pmz.step_methods.CAST` moves discrete sites by Gibbs)."""
     discrete = [model.values_to_rvs[v].name for v in model.value_vars if v.type.dtype in discrete_dtypes]
-    if discrete:
+    if discrete and not allow_discrete:
         raise ModelSpecificationError(
             f"pmz: {who} moves x by Hamiltonian Monte Carlo and needs a continuous model; {discrete} are discrete. "
             "Use pmz.evidence(model, method='rts') (Gibbs + HMC for mixed models) instead."

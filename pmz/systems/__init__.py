@@ -8,6 +8,7 @@
 * for simulated tempering: a two-Gaussian mixture energy model in R^dim with exact log Z
   (``gaussian_mixture``) and a 2-D PyMC mixture model with two exchangeable posterior modes and log p(y) by
   quadrature (``bimodal_posterior``);
+* for CAST: the 2-node +-1 MRF of its Figure 2 with exact log Z along the tempering path (``two_node_mrf``);
 * a 50-dimensional hierarchical normal model with known variances and exact log evidence
   (``hierarchical_normal``);
 * probit GP classification on two digit classes of scikit-learn's digits (``gp_classification``,
@@ -34,6 +35,7 @@ from .ising import ising
 from .mixture import gaussian_mixture
 from .potts import potts
 from .rbm import random_rbm, rbm_digits
+from .two_node import two_node_mrf
 
 __all__ = [
     "ising",
@@ -44,6 +46,7 @@ __all__ = [
     "random_dbm",
     "gaussian_mixture",
     "bimodal_posterior",
+    "two_node_mrf",
     "gaussian_toy_works",
     "GAUSSIAN_TOY_LOG_Z",
     "KnownTruth",
