@@ -7,13 +7,23 @@ process. A subclass implements ``_reset_chain`` (its per-chain state) and ``aste
 
 from __future__ import annotations
 
+import numpy as np
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
 
 from ..families.power import PowerPosterior
 from ..model.pymc import CompiledModel
 
-__all__ = ["PowerPosteriorStep"]
+__all__ = ["PowerPosteriorStep", "declare_stats"]
+
+
+def declare_stats(step, shapes: dict) -> None:
+    """Set a step method's stats from ``{name: (dtype, shape)}``: PyMC's ``stats_dtypes_shapes`` and the
+    ``stats_dtypes`` it allocates from (vector stats, e.g. one entry per level, as numpy subarray dtypes)."""
+    step.stats_dtypes_shapes = shapes
+    step.stats_dtypes = [
+        {name: np.dtype((dtype, tuple(shape))) if shape else dtype for name, (dtype, shape) in shapes.items()}
+    ]
 
 
 class PowerPosteriorStep(ArrayStepShared):

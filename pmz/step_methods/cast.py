@@ -68,7 +68,7 @@ from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
 from ..runners.pilot import tune_along_schedule
 from ..runners.tempering import uniform_log_prior
 from ..validate import fraction, positive_int, positive_number
-from .base import PowerPosteriorStep
+from .base import PowerPosteriorStep, declare_stats
 from .tempering import _checked_value_vars
 
 __all__ = ["CAST"]
@@ -203,10 +203,7 @@ class CAST(PowerPosteriorStep):
             "log_g": (np.float64, [K]),
             "tune": (bool, []),
         }
-        self.stats_dtypes_shapes = shapes
-        self.stats_dtypes = [
-            {name: np.dtype((dtype, tuple(shape))) if shape else dtype for name, (dtype, shape) in shapes.items()}
-        ]
+        declare_stats(self, shapes)
         self.tune = True
         super().__init__(value_vars, {}, blocked, rng=rng)
         self._reset_chain()

@@ -108,7 +108,7 @@ from ..model.pymc import ModelSpecificationError
 from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
 from ..runners.pilot import tune_along_schedule
 from ..runners.tempering import TemperingState, tempering_sweep, uniform_log_prior
-from .base import PowerPosteriorStep
+from .base import PowerPosteriorStep, declare_stats
 
 __all__ = []  # the samplers: pmz.step_methods.simulated_tempering, pmz.step_methods.wang_landau
 
@@ -193,10 +193,7 @@ class _TemperingStep(PowerPosteriorStep):
             "step_size": (np.float64, []),
             "tune": (bool, []),
         }
-        self.stats_dtypes_shapes = shapes
-        self.stats_dtypes = [
-            {name: np.dtype((dtype, tuple(shape))) if shape else dtype for name, (dtype, shape) in shapes.items()}
-        ]
+        declare_stats(self, shapes)
         self.tune = True
         super().__init__(value_vars, {}, blocked, rng=rng)
         self._reset_chain()
