@@ -6,7 +6,6 @@ Fixed seeds; each bound is 4 MCSE (ArviZ, chains = pairs) or 4 se over independe
 error bar is small enough to mean something.
 """
 
-import logging
 
 import arviz as az
 import numpy as np
@@ -27,17 +26,10 @@ from pmz.systems.bimodal import bimodal_data, bimodal_log_joint, mode_label
 from pmz.systems.ising import ising, ising_energy, ising_log_z_exact
 from pmz.systems.two_node import partition_of, two_node_log_z, two_node_mrf
 
+pytestmark = pytest.mark.usefixtures("quiet_pymc")  # pm.sample's INFO lines off (tests/conftest.py)
+
 SEED = 20261122
 SAMPLE = dict(progressbar=False, compute_convergence_checks=False)
-
-
-@pytest.fixture(autouse=True)
-def quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def mean_and_mcse(h):

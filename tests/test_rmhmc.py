@@ -6,7 +6,6 @@ posterior moments come from importance sampling with 400,000 prior draws (ESS ~ 
 the bounds) and the evidence is an orthant probability (Genz's algorithm in SciPy). Fixed seeds, |z| < 4.
 """
 
-import logging
 
 import arviz as az
 import numpy as np
@@ -22,21 +21,14 @@ from pmz.kernels.rmhmc import GPMetric
 from pmz.model.gp import fisher_information, gp_structure, log_likelihood
 from pmz.model.pymc import CompiledModel, ModelSpecificationError
 
+pytestmark = pytest.mark.usefixtures("quiet_pymc")  # pm.sample's INFO lines off (tests/conftest.py)
+
 SEED = 20261122
 SAMPLE = dict(progressbar=False, compute_convergence_checks=False)
 X5 = np.linspace(0, 1, 5)[:, None]
 Y5 = np.array([0, 1, 1, 0, 1])
 X8 = np.linspace(0, 1, 8)[:, None]
 SIGMA = 0.3
-
-
-@pytest.fixture(autouse=True)
-def quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def _cov(amplitude=2.0, ls=0.4):

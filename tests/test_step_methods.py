@@ -4,7 +4,6 @@ tempered_weights.
 Statistical tests on the conjugate normal-mean model (exact log evidence and exact posterior), fixed seeds.
 """
 
-import logging
 
 import arviz as az
 import numpy as np
@@ -16,19 +15,12 @@ from pymc.step_methods.compound import Competence
 import pmz
 from pmz.step_methods import SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
+pytestmark = pytest.mark.usefixtures("quiet_pymc")  # pm.sample's INFO lines off (tests/conftest.py)
+
 SEED = 20261122
 N_TEMPS = 15
 K = N_TEMPS + 1
 SAMPLE = dict(progressbar=False, compute_convergence_checks=False)
-
-
-@pytest.fixture(autouse=True)
-def quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 @pytest.fixture(scope="module")
