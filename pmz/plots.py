@@ -1,11 +1,17 @@
 """Plots of evidence results (matplotlib; each returns its axes, like ArviZ's plots).
 
+Every plot has a title, axis labels with units (log Z, log Bayes factors and work are in nats) and a legend, and
+marks the exact value where one is passed as ``truth=``. Numbers are written with as many decimals as their standard
+error needs (:func:`format_log_z`): an estimate of -301.7043 with se 0.0013 is never rounded to "-302".
+
 * :func:`plot_work`: forward work ``W_f`` and negated reverse work ``-W_r`` histograms. By Crooks' theorem
   ``p_f(W) / p_r(-W) = exp(W + log Z - log Z0)``, so the two densities cross at ``W = -(log Z - log Z0)``:
   the estimate is marked there. Little overlap of the two histograms means BAR's error bar is not to be
   trusted (Habeck 2017, Figure 1).
-* :func:`plot_log_z`: the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or the normal
-  approximation of the others) with the estimate and its se, for one result or several side by side.
+* :func:`plot_log_z`: for one result, the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or
+  the normal approximation of the others) with the estimate, its se and the exact value; for several results
+  (a dict), one interval per model on the scale of the log Bayes factor against the best model (or any model, or
+  log Z itself), so that models tens of nats apart with se of 0.001 still show their error bars as numbers.
 * :func:`plot_schedule`: schedules ``b_k`` against the step ``k`` for one or several results (e.g. linear,
   VAROPT, decelerated VAROPT), the pilot's thermodynamic metric ``g(b) = Var_b[U]`` that VAROPT spaces the
   schedule by (constant thermodynamic speed ``sqrt(g) db``), and the on-the-fly ESS of the forward weights
@@ -14,30 +20,66 @@
   (they agree when the guesses ``Zhat_k`` are good and the ladder mixes), the curve ``log Z(b_k)`` with its
   error band, and the level trajectories of a few chains (they should cross the whole ladder many times).
 * :func:`plot_smc`: an SMC / ARM result's position (beta, number of observations or units) by stage, the ESS
-  fraction ``R_eff / R_n`` before and after ARM's generate loop, and the particle count ``R_n`` by stage (ARM
-  grows it where a stage is hard).
+  fraction ``R_eff / R_n`` before and after ARM's generate loop, the particle count ``R_n`` by stage (ARM
+  grows it where a stage is hard), and each run's log Z with its ideal-condition error bar next to the pooled
+  estimate: runs that disagree beyond their error bars show there.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
 from .inference_data import get_group, group_names
 
-__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc"]
+__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc", "format_log_z"]
+
+NATS = "(nats)"
 
 
-def _axes(ax, figsize=(6, 3.5)):
+def _decimals(se: float) -> int:
+    """Decimals that show ``se`` with two significant digits (at least 1, at most 8; 3 for a missing se)."""
+    if not (np.isfinite(se) and se > 0):
+        return 3
+    return int(min(8, max(1, 1 - math.floor(math.log10(se)))))
+
+
+def format_log_z(log_z: float, se: float, *, signed: bool = False) -> str:
+    """``"log_z ± se"`` with as many decimals as the se needs (two significant digits of the se).
+
+    Examples
+    --------
+    >>> format_log_z(-301.70431950, 0.0013282)
+    '-301.7043 ± 0.0013'
+    >>> format_log_z(-8.42, 0.31, signed=True)
+    '-8.42 ± 0.31'
+    >>> format_log_z(2.0, float("nan"), signed=True)
+    '+2.000 ± nan'
+    """
+    d = _decimals(se)
+    sign = "+" if signed else ""
+    return f"{log_z:{sign}.{d}f} ± {se:.{d}f}"
+
+
+def _figure_axes(nrows=1, ncols=1, figsize=(6.4, 3.8)):
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize)
-    return ax
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", squeeze=False)
+    return axes.ravel() if nrows * ncols > 1 else axes[0, 0]
 
 
-def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: float = 0.5):
+def _plain_ticks(ax, axis="x"):
+    """No offset text such as "+3.017e2" on a narrow log Z axis: the tick labels are the values themselves."""
+    from matplotlib.ticker import ScalarFormatter
+
+    formatter = ScalarFormatter(useOffset=False)
+    formatter.set_scientific(False)
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(formatter)
+
+
+def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: float = 0.5, truth=None, title=None):
     """Histograms of forward work and negated reverse work, with ``-(log Z - log Z0)`` marked.
 
     Parameters
@@ -46,6 +88,10 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
         A result with a ``work`` group (any annealing method; ``work_reverse`` for two-way methods).
     bins : int
     ax : matplotlib Axes, optional
+    truth : float, optional
+        The exact log Z: ``-(truth - log Z0)`` is marked with a dashed line.
+    title : str, optional
+        Default: "Work distributions (<method>)".
 
     Returns
     -------
@@ -64,37 +110,152 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     ]
     values = np.concatenate([v for v, _, _ in series])
     edges = np.histogram_bin_edges(values, bins=bins)
-    ax = _axes(ax)
+    ax = _figure_axes() if ax is None else ax
     for v, label, color in series:
-        ax.hist(v, bins=edges, density=True, alpha=alpha, color=color, label=label)
+        ax.hist(v, bins=edges, density=True, alpha=alpha, color=color, label=f"{label} ({v.size} paths)")
     crossing = -(result.log_z - log_z0)
-    ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {crossing:.3f} ({result.method})")
-    ax.set_xlabel("work  $W = -\\log w$")
-    ax.set_ylabel("density")
+    ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {format_log_z(crossing, result.log_z_se)}")
+    if truth is not None:
+        ax.axvline(-(float(truth) - log_z0), color="k", ls="--", lw=1.2, label=f"exact: {-(float(truth) - log_z0):.4f}")
+    ax.set_xlabel("work  $W = -\\log w$ " + NATS)
+    ax.set_ylabel("density (1/nat)")
+    ax.set_title(title if title is not None else f"Work distributions ({result.method})")
     ax.legend(frameon=False, fontsize="small")
     return ax
 
 
-def plot_log_z(results, *, ax=None, bins: int = 40):
-    """Draws of ``posterior.log_z`` for one result or a dict ``{label: result}``, with estimate +/- se."""
-    if not isinstance(results, dict):
-        results = {results.method: results}
-    ax = _axes(ax)
-    for i, (label, res) in enumerate(results.items()):
-        draws = np.asarray(res.posterior["log_z"]).ravel()
-        color = f"C{i}"
-        ax.hist(
-            draws,
-            bins=bins,
-            density=True,
-            alpha=0.45,
-            color=color,
-            label=f"{label}: {res.log_z:.3f} $\\pm$ {res.log_z_se:.3f}",
-        )
-        ax.axvline(res.log_z, color=color, lw=1.5)
-    ax.set_xlabel("$\\log Z$")
-    ax.set_ylabel("posterior density")
+def _as_dict(results) -> dict:
+    if isinstance(results, dict):
+        return dict(results)
+    return {None: results}
+
+
+def _truth_of(truth, label):
+    if truth is None:
+        return None
+    if isinstance(truth, dict):
+        value = truth.get(label)
+        return None if value is None else float(value)
+    return float(truth)
+
+
+def plot_log_z(results, *, truth=None, relative_to="best", ax=None, bins: int = 40, title=None):
+    """The log Z of one result (its draws), or of several results as intervals on a log Bayes factor scale.
+
+    Parameters
+    ----------
+    results : EvidenceResult or dict of name -> EvidenceResult
+        One result (or a dict with one entry): a histogram of its ``posterior.log_z`` draws with the estimate, a
+        ±1 se band and the exact value. Several: one row per result, best first, with ±1 se (thick) and ±2 se
+        (thin) intervals and the value, se and posterior model probability (uniform prior) in the row's label.
+    truth : float or dict of name -> float, optional
+        Exact log Z (one number for one result; a dict for several), marked with a black ``x`` / dashed line.
+    relative_to : "best", a name in ``results``, or None
+        Several results: draw ``log Z_m - log Z_ref`` (the log Bayes factor against ``ref``, se
+        ``sqrt(se_m^2 + se_ref^2)`` as in :func:`pmz.compare`) with ``ref`` the best model (default) or the model
+        named; None draws log Z itself with each result's own se (several estimates of one model), in the order
+        given and without model probabilities.
+    ax : matplotlib Axes, optional
+    bins : int
+        Histogram bins (one result).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    results = _as_dict(results)
+    if not results:
+        raise ValueError("pmz.plot_log_z: no results to plot")
+    if len(results) == 1:
+        (label, res), = results.items()
+        return _plot_one_log_z(label, res, _truth_of(truth, label), ax=ax, bins=bins, title=title)
+    return _plot_log_z_intervals(results, truth, relative_to, ax=ax, title=title)
+
+
+def _plot_one_log_z(label, res, truth, *, ax, bins, title):
+    ax = _figure_axes() if ax is None else ax
+    draws = np.asarray(res.posterior["log_z"]).ravel()
+    draws = draws[np.isfinite(draws)]
+    log_z, se = float(res.log_z), float(res.log_z_se)
+    if draws.size:
+        ax.hist(draws, bins=bins, density=True, alpha=0.45, color="C0", label=f"draws of log Z ({draws.size})")
+    if np.isfinite(se) and se > 0:
+        ax.axvspan(log_z - se, log_z + se, color="C0", alpha=0.15, lw=0, label="estimate ± 1 se")
+    ax.axvline(log_z, color="C0", lw=1.8, label=f"estimate: {format_log_z(log_z, se)}")
+    if truth is not None:
+        d = max(_decimals(se) + 1, 4)
+        ax.axvline(truth, color="k", ls="--", lw=1.2, label=f"exact: {truth:.{d}f}")
+    _plain_ticks(ax)
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.set_xlabel("$\\log Z$ " + NATS)
+    ax.set_ylabel("density (1/nat)")
+    default = f"log Z ({res.method})" if label is None else f"log Z of {label} ({res.method})"
+    ax.set_title(title if title is not None else default)
     ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def _plot_log_z_intervals(results, truth, relative_to, *, ax, title):
+    names = list(results)
+    log_z = np.array([float(results[n].log_z) for n in names])
+    se = np.array([float(results[n].log_z_se) for n in names])
+    reliable = [bool(getattr(results[n], "reliable", True)) for n in names]
+    finite = np.isfinite(log_z)
+    with np.errstate(invalid="ignore", over="ignore"):
+        log_p = np.where(finite, log_z, -np.inf)
+        probability = np.exp(log_p - np.max(log_p)) / np.sum(np.exp(log_p - np.max(log_p)))
+    order = np.argsort(-np.where(finite, log_z, -np.inf), kind="stable")
+    if relative_to is None:  # several estimates of one model: in the order given, no model probabilities
+        order = np.arange(len(names))
+        ref, shift, diff_se = None, 0.0, se
+        xlabel = "$\\log Z$ " + NATS
+    else:
+        ref = names[int(order[0])] if relative_to == "best" else relative_to
+        if ref not in results:
+            raise ValueError(f"pmz.plot_log_z: relative_to={relative_to!r} is not one of {names}")
+        i_ref = names.index(ref)
+        shift = log_z[i_ref]
+        diff_se = np.where(np.arange(len(names)) == i_ref, 0.0, np.hypot(se, se[i_ref]))
+        xlabel = f"log Bayes factor against {ref!r}:  $\\log Z_m - \\log Z_{{ref}}$ " + NATS
+    ax = _figure_axes(figsize=(7.0, 1.0 + 0.75 * len(names))) if ax is None else ax
+    truth_ref = _truth_of(truth, ref) if ref is not None else 0.0
+    tick_labels, exact_drawn = [], False
+    for row, i in enumerate(order):
+        y = len(names) - 1 - row
+        x, s = log_z[i] - shift, diff_se[i]
+        face = "C0" if reliable[i] else "white"
+        if np.isfinite(s) and s > 0:
+            ax.errorbar(x, y, xerr=2 * s, fmt="none", ecolor="C0", elinewidth=1, capsize=4)
+            ax.errorbar(x, y, xerr=s, fmt="none", ecolor="C0", elinewidth=4)
+        ax.plot([x], [y], "o", ms=7, mfc=face, mec="C0", zorder=3)
+        exact = _truth_of(truth, names[i])
+        if exact is not None and truth_ref is not None:
+            ax.plot([exact - (truth_ref if ref is not None else 0.0)], [y], "x", color="k", ms=9, mew=2, zorder=4,
+                    label=None if exact_drawn else "exact")
+            exact_drawn = True
+        what = "reference" if names[i] == ref else format_log_z(x, s, signed=ref is not None)
+        flag = "" if reliable[i] else "  UNRELIABLE"
+        odds = "" if ref is None else f"\np = {probability[i]:.3g}"
+        tick_labels.append((y, f"{names[i]}{flag}\n{what}{odds}"))
+    if ref is not None:
+        ax.axvline(0.0, color="0.6", lw=1, ls=":")
+    ys, labels = zip(*tick_labels)
+    ax.set_yticks(ys, labels, fontsize="small")
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    _plain_ticks(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title if title is not None else "Evidence of each model: ±1 se (thick), ±2 se (thin)")
+    from matplotlib.lines import Line2D
+
+    what = "estimate ± 1 se" + ("" if ref is None else " (p: posterior model probability)")
+    handles = [Line2D([], [], marker="o", color="C0", lw=4, label=what)]
+    if exact_drawn:
+        handles.append(Line2D([], [], marker="x", color="k", ls="none", mew=2, label="exact"))
+    if not all(reliable):
+        handles.append(Line2D([], [], marker="o", mfc="white", mec="C0", ls="none", label="unreliable estimate"))
+    ax.margins(x=0.12)
+    ax.legend(handles=handles, frameon=False, fontsize="small", loc="best")
     return ax
 
 
@@ -109,12 +270,10 @@ def plot_schedule(results, *, axes=None):
     -------
     array of 3 matplotlib Axes
     """
-    import matplotlib.pyplot as plt
-
     if not isinstance(results, dict):
         results = {results.method: results}
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+        axes = _figure_axes(1, 3, figsize=(13, 3.8))
     for i, (label, res) in enumerate(results.items()):
         if "schedule" not in group_names(res):
             raise ValueError(f"pmz: result {label!r} has no schedule group (annealing methods have one)")
@@ -128,110 +287,159 @@ def plot_schedule(results, *, axes=None):
         if "ess" in sg:
             n_paths = get_group(res, "work").sizes.get("path", 1) if "work" in group_names(res) else 1
             axes[2].plot(np.linspace(0, 1, beta.size), np.asarray(sg["ess"]) / n_paths, color=color, label=label)
-    axes[0].set_xlabel("k / K")
-    axes[0].set_ylabel("$\\beta_k$")
+    axes[0].set_xlabel("step k / K")
+    axes[0].set_ylabel("inverse temperature $\\beta_k$")
+    axes[0].set_title("Schedule")
     axes[0].legend(frameon=False, fontsize="small")
-    axes[1].set_xlabel("$\\beta$")
-    axes[1].set_ylabel("$g(\\beta) = \\mathrm{Var}_\\beta[U]$ (pilot)")
-    axes[2].set_xlabel("k / K")
+    axes[1].set_xlabel("inverse temperature $\\beta$")
+    axes[1].set_ylabel("$g(\\beta) = \\mathrm{Var}_\\beta[U]$ (nats$^2$)")
+    axes[1].set_title("Thermodynamic metric (pilot)")
+    axes[2].set_xlabel("step k / K")
     axes[2].set_ylabel("on-the-fly ESS / paths")
+    axes[2].set_title("ESS of the forward weights")
+    axes[2].set_ylim(0, 1.05)
     return axes
 
 
-def plot_tempering(result, *, axes=None, n_traces: int = 3):
+def plot_tempering(result, *, axes=None, n_traces: int = 3, truth=None):
     """Three panels for a simulated-tempering result ("rts", "ts", "ti", "ti_rb", "mbar", "wang_landau").
 
     Left: ``c_hat_k`` (Rao-Blackwellised level marginal of the long run) and the prior ``r_k`` against ``b_k``.
-    Middle: ``log Z(b_k)`` (RTS) with a 2-se band, and Wang-Landau's ``log g`` when it ran.
-    Right: the level trajectories of ``n_traces`` chains over the sweeps.
+    Middle: ``log Z(b_k)`` (RTS) with a 2-se band, Wang-Landau's ``log g`` when it ran, and the exact log Z at
+    ``beta = 1`` when ``truth`` is given. Right: the level trajectories of ``n_traces`` chains over the sweeps.
 
     Returns
     -------
     array of 3 matplotlib Axes
     """
-    import matplotlib.pyplot as plt
-
     if "tempering" not in group_names(result):
         raise ValueError("pmz: this result has no tempering group (methods 'rts', 'ts', 'ti', 'ti_rb', 'mbar', ...)")
     tg = get_group(result, "tempering")
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+        axes = _figure_axes(1, 3, figsize=(13, 3.8))
     beta = np.asarray(tg["beta"])
     ax = axes[0]
     ax.plot(beta, np.asarray(tg["c_hat"]), "o-", ms=3, label="$\\hat c_k$ (level marginal)")
     ax.plot(beta, np.asarray(tg["prior"]), "k--", lw=1, label="$r_k$ (prior over levels)")
-    ax.set_xlabel("$\\beta_k$")
-    ax.set_ylabel("probability")
+    ax.set_xlabel("inverse temperature $\\beta_k$")
+    ax.set_ylabel("probability of level k")
+    ax.set_title("Time spent at each level")
+    ax.set_ylim(bottom=0)
     ax.legend(frameon=False, fontsize="small")
     ax = axes[1]
     if "log_z_k" in tg:
         curve, se = np.asarray(tg["log_z_k"]), np.asarray(tg["log_z_k_se"])
-        ax.plot(beta, curve, "-", color="C0", label="$\\log Z(\\beta_k)$ (RTS)")
+        ax.plot(beta, curve, "-", color="C0", label="$\\log Z(\\beta_k)$ (RTS) ± 2 se")
         ax.fill_between(beta, curve - 2 * se, curve + 2 * se, color="C0", alpha=0.3, lw=0)
     if "log_g" in tg:
         ax.plot(beta, np.asarray(tg["log_g"]), ":", color="C3", label="Wang-Landau $\\log g_k$")
-    ax.set_xlabel("$\\beta_k$")
-    ax.set_ylabel("$\\log Z$")
+    if truth is not None:
+        ax.plot([beta[-1]], [float(truth)], "x", color="k", ms=9, mew=2, label=f"exact log Z: {float(truth):.4f}")
+    ax.set_xlabel("inverse temperature $\\beta_k$")
+    ax.set_ylabel("$\\log Z(\\beta)$ " + NATS)
+    ax.set_title(f"log Z along the ladder: {format_log_z(result.log_z, result.log_z_se)} at $\\beta = 1$",
+                 fontsize="medium")
     ax.legend(frameon=False, fontsize="small")
     ax = axes[2]
     if "level_trace" in tg:
         traces = np.asarray(tg["level_trace"])
-        for j in range(min(n_traces, traces.shape[1])):
+        n_shown = min(n_traces, traces.shape[1])
+        for j in range(n_shown):
             ax.plot(traces[:, j], lw=0.8, color=f"C{j}")
+        ax.set_title(f"Level trajectories of {n_shown} chains (one colour each)", fontsize="medium")
+    else:
+        ax.set_title("Level trajectories (not recorded)", fontsize="medium")
     ax.set_xlabel("sweep")
-    ax.set_ylabel("level $k$")
+    ax.set_ylabel("level $k$ ($\\beta = 1$ at the top)")
     return axes
 
 
-def plot_smc(result, *, axes=None, runs=None):
-    """Three panels for an SMC result (methods "smc" and "arm"), one line per run.
+def plot_smc(result, *, axes=None, runs=None, truth=None):
+    """Four panels for an SMC result (methods "smc" and "arm"), one colour per run.
 
-    Left: the position reached at each stage (``beta`` for tempering, the number of observations for data
-    annealing, the number of units for an RBM). Middle: ``gamma = R_eff / R_n`` after the stage (solid) and before
-    ARM generated particles (dotted), with ARM's threshold when the run used one. Right: the particles ``R_n``
-    behind each stage's estimate (the base ``R`` dashed).
+    Top left: the position reached at each stage (``beta`` for tempering, the number of observations for data
+    annealing, the number of units for an RBM). Top right: ``gamma = R_eff / R_n`` after the stage (solid) and
+    before ARM generated particles (dotted), with ARM's threshold when the run used one. Bottom left: the particles
+    ``R_n`` behind each stage's estimate (the base ``R`` dashed). Bottom right: each run's log Z with its
+    ideal-condition error bar (±2 se), the pooled estimate with its reported se, and the exact value when given:
+    runs whose bars do not overlap disagree (the moves mix too little), however smooth the other panels look.
 
     Parameters
     ----------
     result : EvidenceResult
-    axes : array of 3 matplotlib Axes, optional
+    axes : array of 4 (or 3: no run panel) matplotlib Axes, optional
     runs : list of int, optional
         Which runs to draw (default: all).
+    truth : float, optional
+        The exact log Z, marked in the run panel.
 
     Returns
     -------
-    array of 3 matplotlib Axes
+    array of matplotlib Axes (4, or the 3 given)
     """
-    import matplotlib.pyplot as plt
-
     if "smc" not in group_names(result):
         raise ValueError("pmz: this result has no smc group (methods 'smc' and 'arm' have one)")
     sg = get_group(result, "smc")
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+        axes = _figure_axes(2, 2, figsize=(11, 7))
+    if len(axes) not in (3, 4):
+        raise ValueError(f"pmz.plot_smc: axes must hold 4 (or 3) Axes, got {len(axes)}")
     run = np.asarray(sg["run"])
     label = sg.attrs.get("label", "position")
     tuning = sg.attrs.get("tuning", "{}")
-    for j in sorted(set(run.tolist())) if runs is None else runs:
+    algorithm = sg.attrs.get("algorithm", "rm")
+    chosen = sorted(set(run.tolist())) if runs is None else list(runs)
+    for j in chosen:
         pick = run == j
         stage = np.arange(pick.sum())
         color = f"C{j % 10}"
         axes[0].plot(stage, np.asarray(sg["position"])[pick], "-", color=color, lw=1, label=f"run {j}")
         axes[1].plot(stage, np.asarray(sg["gamma"])[pick], "-", color=color, lw=1)
-        if sg.attrs.get("algorithm", "rm") != "rm":
+        if algorithm != "rm":
             axes[1].plot(stage, np.asarray(sg["gamma_initial"])[pick], ":", color=color, lw=1)
         axes[2].plot(stage, np.asarray(sg["n_particles"])[pick], "-", color=color, lw=1)
     threshold = json.loads(tuning).get("gamma_threshold") if isinstance(tuning, str) else None
-    if threshold is not None and sg.attrs.get("algorithm", "rm") != "rm":
-        axes[1].axhline(threshold, color="k", ls="--", lw=1, label="$\\gamma_{thr}$")
-        axes[1].legend(frameon=False, fontsize="small")
-    axes[2].axhline(float(sg.attrs.get("n_base_particles", 0)), color="k", ls="--", lw=1)
+    if threshold is not None and algorithm != "rm":
+        axes[1].axhline(threshold, color="k", ls="--", lw=1, label="threshold $\\gamma_{thr}$")
+        axes[1].legend(frameon=False, fontsize="small", loc="lower left")
+    axes[2].axhline(float(sg.attrs.get("n_base_particles", 0)), color="k", ls="--", lw=1, label="base $R$")
     axes[0].set_xlabel("stage")
     axes[0].set_ylabel(label)
-    axes[0].legend(frameon=False, fontsize="small")
+    axes[0].set_title("Position reached by stage")
+    axes[0].legend(frameon=False, fontsize="small", ncols=2 if len(chosen) > 4 else 1)
     axes[1].set_xlabel("stage")
-    axes[1].set_ylabel("$R_{eff} / R_n$")
+    axes[1].set_ylabel("ESS fraction $R_{eff} / R_n$")
     axes[1].set_ylim(0, 1.05)
+    axes[1].set_title("ESS after each stage" + (" (dotted: before generating)" if algorithm != "rm" else ""))
     axes[2].set_xlabel("stage")
     axes[2].set_ylabel("particles $R_n$")
+    axes[2].set_title("Particles per stage")
+    axes[2].set_ylim(bottom=0)
+    axes[2].legend(frameon=False, fontsize="small")
+    if len(axes) == 4:
+        _plot_smc_runs(axes[3], result, sg, chosen, truth)
     return axes
+
+
+def _plot_smc_runs(ax, result, sg, chosen, truth):
+    run_log_z = np.asarray(sg["run_log_z"])
+    run_se = np.asarray(sg["run_ideal_se"])
+    log_z, se = float(result.log_z), float(result.log_z_se)
+    if np.isfinite(se) and se > 0:
+        ax.axhspan(log_z - se, log_z + se, color="0.5", alpha=0.25, lw=0)
+    ax.axhline(log_z, color="0.3", lw=1.5, label=f"pooled: {format_log_z(log_z, se)}")
+    for j in chosen:
+        ax.errorbar([j], [run_log_z[j]], yerr=[2 * run_se[j]], fmt="o", color=f"C{j % 10}", capsize=4)
+    if truth is not None:
+        ax.axhline(float(truth), color="k", ls="--", lw=1.2, label=f"exact: {float(truth):.4f}")
+    ax.set_xticks(chosen, [f"run {j}" for j in chosen])
+    ax.set_xlim(min(chosen) - 0.6, max(chosen) + 0.6)
+    _plain_ticks(ax, "y")
+    ax.set_ylabel("$\\log Z$ " + NATS)
+    between = result.evidence.get("se_between") if "evidence" in group_names(result) else None
+    ideal = result.evidence.get("se_ideal") if "evidence" in group_names(result) else None
+    extra = ""
+    if between is not None and ideal is not None:
+        extra = f"\nbetween-run se {float(between):.3g}, ideal se {float(ideal):.3g}"
+    ax.set_title("log Z of each run ± 2 ideal se; pooled ± se (band)" + extra, fontsize="medium")
+    ax.legend(frameon=False, fontsize="small")
