@@ -33,7 +33,7 @@ extensions = [
 
 # ---------------------------------------------------------------------------------------------- sources
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "jupyter_execute", "build.sh"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "jupyter_execute"]
 root_doc = "index"
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
@@ -64,9 +64,11 @@ html_title = f"pmz {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    "header_links_before_dropdown": 6,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["pmz.css"]
 html_show_sourcelink = False

@@ -255,8 +255,15 @@ def test_result_plot_roundtrip_and_reproducibility(tmp_path):
     assert a.log_z == b.log_z and a.log_z_se == b.log_z_se
     assert {"posterior", "evidence", "smc", "particles"} <= set(a.group_names())
     assert a.smc.sizes["run_index"] == 2
-    axes = pmz.plot_smc(a)
-    assert len(axes) == 3
+    axes = pmz.plot_smc(a, truth=truth.log_z)
+    assert len(axes) == 4 and all(ax.get_title() for ax in axes)
+    # the run panel: one point per run at that run's log Z, the pooled estimate and the exact value as lines
+    points = [line for line in axes[3].get_lines() if line.get_marker() == "o"]
+    assert np.allclose([float(p.get_ydata()[0]) for p in points], a.smc["run_log_z"].values)
+    legend = [t.get_text() for t in axes[3].get_legend().get_texts()]
+    assert legend == [f"pooled: {pmz.plots.format_log_z(a.log_z, a.log_z_se)}", f"exact: {truth.log_z:.4f}"]
+    assert "(nats)" in axes[3].get_ylabel()
+    assert len(pmz.plot_smc(a, axes=axes[:3])) == 3  # three axes given: no run panel
     path = tmp_path / "arm.nc"
     a.to_netcdf(path)
     loaded = pmz.load(path)

@@ -164,10 +164,55 @@ def test_plot_work_returns_axes(systems):
     matplotlib.use("Agg")
     system = systems["normal_mean"]
     res = pmz.evidence(system.model, method="bar", random_seed=1, progressbar=False, n_paths=64, n_temps=50)
-    ax = pmz.plot_work(res)
-    assert len(ax.patches) > 0 and ax.get_xlabel().startswith("work")
-    ax = pmz.plot_log_z({"bar": res})
-    assert ax.get_xlabel() == "$\\log Z$"
+    ax = pmz.plot_work(res, truth=system.log_z)
+    assert len(ax.patches) > 0 and ax.get_xlabel().startswith("work") and "(nats)" in ax.get_xlabel()
+    assert ax.get_title() == "Work distributions (bar)"
+    assert any(t.get_text().startswith("exact") for t in ax.get_legend().get_texts())
+    ax = pmz.plot_log_z({"bar": res}, truth=system.log_z)
+    assert ax.get_xlabel() == "$\\log Z$ (nats)" and ax.get_title() == "log Z of bar (bar)"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    # the estimate is written with its se to the se's own precision (not rounded away as ArviZ's HDI label is)
+    assert f"estimate: {pmz.plots.format_log_z(res.log_z, res.log_z_se)}" in legend
+    assert any(text.startswith("exact: ") for text in legend)
+
+
+def test_plot_log_z_several_models_on_the_log_bf_scale():
+    """Several results: one interval per model at log Z_m - log Z_best, best on top, labels carry value, se and
+    posterior model probability; exact values marked; relative_to=None keeps the log Z scale and the given order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    a, b, c = (_FakeResult(-301.7043, 0.0013), _FakeResult(-302.2456, 0.0021), _FakeResult(-310.1276, 0.0013))
+    truth = {"adjusted": -301.7046, "both": -302.2438, "density": -310.1283}
+    ax = pmz.plot_log_z({"density": c, "adjusted": a, "both": b}, truth=truth)
+    assert "against 'adjusted'" in ax.get_xlabel() and "(nats)" in ax.get_xlabel()
+    labels = {round(tick): label.get_text() for tick, label in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert labels[2].startswith("adjusted\nreference")  # best on top
+    assert labels[1] == "both\n-0.5413 ± 0.0025\np = 0.368"
+    assert labels[0].startswith("density\n-8.4233 ± 0.0018")
+    centres = sorted(float(line.get_xdata()[0]) for line in ax.get_lines() if line.get_marker() == "o")
+    assert np.allclose(centres, [-8.4233, -0.5413, 0.0])
+    exact = sorted(float(line.get_xdata()[0]) for line in ax.get_lines() if line.get_marker() == "x")
+    assert np.allclose(exact, [-8.4237, -0.5392, 0.0])
+    ax = pmz.plot_log_z({"first": c, "second": a}, relative_to=None)
+    labels = {round(tick): label.get_text() for tick, label in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert labels == {1: "first\n-310.1276 ± 0.0013", 0: "second\n-301.7043 ± 0.0013"}  # given order, top down
+    assert ax.get_xlabel() == "$\\log Z$ (nats)"
+    with pytest.raises(ValueError, match="relative_to"):
+        pmz.plot_log_z({"a": a, "b": b}, relative_to="c")
+
+
+class _FakeResult:
+    """What plot_log_z reads from a result: log_z, log_z_se, method, reliable."""
+
+    def __init__(self, log_z, se, reliable=True):
+        self.log_z, self.log_z_se, self.method, self.reliable = log_z, se, "fake", reliable
+
+
+def test_format_log_z_keeps_the_se():
+    assert pmz.plots.format_log_z(-301.70432, 0.0013282) == "-301.7043 ± 0.0013"
+    assert pmz.plots.format_log_z(-301.7, 0.26) == "-301.70 ± 0.26"
+    assert pmz.plots.format_log_z(1.5, 3.0, signed=True) == "+1.5 ± 3.0"
 
 
 @pytest.mark.slow
