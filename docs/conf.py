@@ -59,13 +59,15 @@ numpydoc_validation_checks = set()
 
 
 # ---------------------------------------------------------------------------------------------- HTML
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "docs" / "notebooks").glob("*.md") if p.stem != "index")
 html_theme = "pydata_sphinx_theme"
 html_title = f"pmz {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
-    "secondary_sidebar_items": ["page-toc"],
+    # the notebooks get the full width for their code and output; other pages keep "On this page"
+    "secondary_sidebar_items": {"**": ["page-toc"], **{f"notebooks/{name}": [] for name in NOTEBOOKS}},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
