@@ -8,7 +8,7 @@ An RBM with 64 visible and 20 hidden units is trained by PCD-1 (``pmz.systems.rb
 updates per epoch, learning rate 0.01 decaying to 0) on the shipped binarised digits (1437 training, 360 validation
 images). A ``pmz.learn.LogZTracker`` is the training callback: at every checkpoint it estimates log Z of the current
 weights by RTS on a fixed linear ladder, warm-started from the previous checkpoint's ladder log-weights and chains,
-until the se is at most ``target_se``. At every checkpoint the exact log Z (enumerating the 2^20 hidden states)
+with a fixed production length. At every checkpoint the exact log Z (enumerating the 2^20 hidden states)
 gives the error, and two other trackers on the same weights give the cost of the alternatives: a cold start (``log
 Zhat_k = 0``, chains from the base) and warm starting plus follow-up runs with the partial update of RTS section 4.4
 at every epoch between checkpoints (``follow_sweeps``, ``alpha = 0.2``).
@@ -28,13 +28,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "rts_tracking.md"
 FIGURE = ROOT / "docs" / "figures" / "rts_tracking.png"
 BATCH = 20
+PAIR_REPEATS = 16
 LEARNING_RATE = 0.01  # train_rbm's default 0.05 makes PCD oscillate (see docs/rts_tracking.md)
 
 
 def settings(small: bool) -> dict:
     if small:
-        return dict(n_epochs=6, every=2, n_temps=19, n_chains=50, n_sweeps=50, target_se=0.06, follow_sweeps=10)
-    return dict(n_epochs=60, every=4, n_temps=49, n_chains=100, n_sweeps=200, target_se=0.03, follow_sweeps=10)
+        return dict(n_epochs=6, every=2, n_temps=19, n_chains=50, n_sweeps=50, target_se=None, follow_sweeps=10)
+    return dict(n_epochs=60, every=4, n_temps=49, n_chains=100, n_sweeps=400, target_se=None, follow_sweeps=10)
 
 
 def run(small: bool, seed: int = 0, learning_rate: float = LEARNING_RATE):
@@ -97,6 +98,33 @@ def calibration(rbm, truth, common, *, repeats=30, sweeps=(100, 200, 400), seed=
     return out
 
 
+def warm_versus_cold(checkpoints, exact, common, *, pairs=((1, 2), (2, 3), (3, 6)), repeats=PAIR_REPEATS,
+                     seed=200):
+    """Repeated warm-started estimates (from checkpoint ``a``'s guesses and chains to checkpoint ``b``) and cold ones
+    at ``b``, same production length: is warm starting biased?"""
+    out = []
+    for a, b in pairs:
+        warm_err, warm_z, cold_err, cold_z = [], [], [], []
+        for r in range(repeats):
+            tracker = LogZTracker(**{**common, "random_seed": seed + r})
+            tracker.checkpoint(checkpoints[a].params)
+            estimate, _ = tracker.estimate(checkpoints[b].params)
+            warm_err.append(estimate.log_z - exact[b])
+            warm_z.append(warm_err[-1] / estimate.log_z_se)
+            estimate, _ = tracker.estimate(checkpoints[b].params, warm=False)
+            cold_err.append(estimate.log_z - exact[b])
+            cold_z.append(cold_err[-1] / estimate.log_z_se)
+        root_n = np.sqrt(repeats)
+        out.append(dict(
+            a=checkpoints[a].update, b=checkpoints[b].update, jump=exact[b] - exact[a], repeats=repeats,
+            warm_err=float(np.mean(warm_err)), warm_err_se=float(np.std(warm_err, ddof=1) / root_n),
+            warm_z=float(np.mean(warm_z)), warm_rms_z=float(np.sqrt(np.mean(np.square(warm_z)))),
+            cold_err=float(np.mean(cold_err)), cold_err_se=float(np.std(cold_err, ddof=1) / root_n),
+            cold_z=float(np.mean(cold_z)), cold_rms_z=float(np.sqrt(np.mean(np.square(cold_z)))),
+        ))
+    return out
+
+
 def tables(rows, cold):
     t1 = [
         "| update | exact log Z | RTS log Z ± se | error / se | sweeps | initial iterations | production sweeps "
@@ -111,13 +139,15 @@ def tables(rows, cold):
         )
     t2 = [
         "| update | warm: sweeps (iterations) | cold: sweeps (iterations) | warm + follow-up: sweeps (iterations) "
-        "| warm s | cold s | cold error / se | follow error / se |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| se warm / cold / follow | warm s | cold s | cold error / se | follow error / se |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r, c in zip(rows, cold):
         t2.append(
             f"| {r['update']} | {r['sweeps']} ({r['n_adapt']}) | {c['sweeps']} ({c['n_adapt']}) "
-            f"| {r['follow_sweeps']} ({r['follow_adapt']}) | {r['seconds']:.2f} | {c['seconds']:.2f} "
+            f"| {r['follow_sweeps']} ({r['follow_adapt']}) "
+            f"| {r['log_z_se']:.3f} / {c['log_z_se']:.3f} / {r['follow_log_z_se']:.3f} "
+            f"| {r['seconds']:.2f} | {c['seconds']:.2f} "
             f"| {(c['log_z'] - r['exact']) / c['log_z_se']:+.2f} "
             f"| {(r['follow_log_z'] - r['exact']) / r['follow_log_z_se']:+.2f} |"
         )
@@ -142,6 +172,8 @@ def summary(rows, cold) -> dict:
         within_2se=int(np.sum(np.abs(z) < 2)),
         rms_error=float(np.sqrt(np.mean(err**2))),
         mean_se=float(np.mean([r["log_z_se"] for r in rows])),
+        mean_se_cold=float(np.mean([c["log_z_se"] for c in cold])),
+        mean_se_follow=float(np.mean([r["follow_log_z_se"] for r in rows])),
         warm_sweeps=float(np.mean([r["sweeps"] for r in rows[1:]])),
         cold_sweeps=float(np.mean([c["sweeps"] for c in cold[1:]])),
         follow_sweeps=float(np.mean([r["follow_sweeps"] for r in rows[1:]])),
@@ -191,7 +223,7 @@ def main(argv=None):
     t1, t2, t3 = tables(rows, cold)
     stats = summary(rows, cold)
     print(t1, t2, t3, sep="\n\n")
-    t4 = ""
+    t4 = t5 = ""
     if not args.small:
         calib = calibration(tracker.checkpoints[-1].params, rows[-1]["exact"], common)
         t4 = "\n".join(
@@ -201,17 +233,27 @@ def main(argv=None):
                f"| {c['within_2se']} |" for c in calib]
         )
         print(t4)
+        pairs = warm_versus_cold(tracker.checkpoints, [r["exact"] for r in rows], common)
+        t5 = "\n".join(
+            ["| from update | to update | log Z moved by | warm: mean error ± se | warm: mean / RMS error/se "
+             "| cold: mean error ± se | cold: mean / RMS error/se |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            + [f"| {p['a']} | {p['b']} | {p['jump']:+.2f} | {p['warm_err']:+.4f} ± {p['warm_err_se']:.4f} "
+               f"| {p['warm_z']:+.2f} / {p['warm_rms_z']:.2f} | {p['cold_err']:+.4f} ± {p['cold_err_se']:.4f} "
+               f"| {p['cold_z']:+.2f} / {p['cold_rms_z']:.2f} |" for p in pairs]
+        )
+        print(t5)
     total = time.perf_counter() - start
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in stats.items()})
     print(f"training {train_seconds:.1f} s, total {total:.1f} s")
     if not args.small and args.learning_rate == LEARNING_RATE:
         figure(rows, tracker, FIGURE)
-        DOC.write_text(doc_text(s, t1, t2, t3, t4, stats, train_seconds, total, updates_per_epoch))
+        DOC.write_text(doc_text(s, t1, t2, t3, t4, t5, stats, train_seconds, total, updates_per_epoch))
         print(f"written {DOC} and {FIGURE}")
     return rows, cold
 
 
-def doc_text(s, t1, t2, t3, t4, st, train_seconds, total, updates_per_epoch):
+def doc_text(s, t1, t2, t3, t4, t5, st, train_seconds, total, updates_per_epoch):
     every_updates = s["every"] * updates_per_epoch
     n_checkpoints = s["n_epochs"] // s["every"]
     return f"""# Tracking log-likelihood during training with RTS (Carlson et al. 2016, section 4.4)
@@ -229,7 +271,7 @@ from pmz.systems.rbm_training import train_rbm
 
 train, valid = digits_split()
 tracker = LogZTracker(data={{"train": train, "validation": valid}}, every=4, updates_per_epoch=71,
-                      target_se=0.03, random_seed=1)
+                      n_sweeps=400, random_seed=1)
 rbm, history = train_rbm(train, 20, n_epochs=60, callback=tracker)   # a Checkpoint every 4 epochs
 tracker.table()["validation_log_likelihood"], tracker.plot()
 ```
@@ -245,8 +287,9 @@ At each checkpoint (the module docstring of `pmz/learn/tracking.py` has the deta
    left them (cold start, the first checkpoint: `log Zhat_k = 0`, chains drawn from f0);
 3. RTS's initial iterations (`adapt_log_zhat`: runs of `adapt_sweeps` = 50 sweeps, each followed by the RTS update
    `log Zhat_k += log(c_k / r_k) - log(c_0 / r_0)`) until `max_k |c_k - r_k| < tol / K` (tol = 0.3);
-4. production with frozen guesses (`run_tempering`), `n_sweeps` at a time until the batch-means se of RTS (RTS eq
-   15-16, with the series' autocorrelation) is at most `target_se` (or `max_sweeps`), and log Z by RTS eq 10;
+4. production with frozen guesses (`run_tempering`) for `n_sweeps` sweeps, log Z by RTS eq 10 and its batch-means se
+   (RTS eq 15-16, with the series' autocorrelation); with `target_se`, the production is extended by `n_sweeps` at
+   a time until the se is at most `target_se` (or `max_sweeps`);
 5. with `follow_sweeps > 0`, every callback between checkpoints runs that many sweeps and moves the guesses with
    the **partial update** of RTS section 4.4, `log Zhat <- log Zhat + alpha (log Zhat^RTS - log Zhat)`,
    `alpha = 0.2`.
@@ -271,10 +314,9 @@ decaying linearly to 0, momentum 0.9 after 5 epochs, weight decay 1e-4, 20 persi
 shipped digits (1437 training, 360 validation images), {s["n_epochs"]} epochs =
 {s["n_epochs"] * updates_per_epoch} updates; a checkpoint every {s["every"]} epochs = {every_updates} updates
 ({n_checkpoints} checkpoints). Tracker: linear ladder of {s["n_temps"] + 1} levels, {s["n_chains"]} chains,
-visible-space heat bath (`RBMGibbs`), production in pieces of
-{s["n_sweeps"]} sweeps until se <= {s["target_se"]}. A sweep moves every chain once (64 single-site heat-bath
-updates with the hidden units summed out). At every checkpoint the exact log Z enumerates the 2^20 hidden
-states ({st["exact_seconds"]:.1f} s each).
+visible-space heat bath (`RBMGibbs`), {s["n_sweeps"]} production sweeps (no se target). A sweep moves every
+chain once (64 single-site heat-bath updates with the hidden units summed out). At every checkpoint the exact
+log Z enumerates the 2^20 hidden states ({st["exact_seconds"]:.1f} s each).
 
 ### Tracked log Z against the exact value
 
@@ -287,27 +329,36 @@ mean se of {st["mean_se"]:.4f}; {st["n_unreliable"]} checkpoints flagged unrelia
 
 ### Is the se honest?
 
-The production stops as soon as its se is below the target, which favours runs whose se happens to be
-underestimated. Independent cold-start estimates of the final weights (exact log Z known) at fixed production
-lengths, no se target:
+Independent cold-start estimates of the final weights (exact log Z known) at fixed production lengths:
 
 {t4}
 
-An RMS error / se near 1 means the batch-means se describes the real spread (below 1: conservative).
+An RMS error / se near 1 means the batch-means se describes the real spread (below 1: conservative). A caveat on
+`target_se`: stopping as soon as the se is below the target favours runs whose se happens to be underestimated. In
+a run of this experiment with `target_se = 0.03` in pieces of 200 sweeps, the checkpoints that stopped after the
+first piece had the largest errors (up to 3.2 se; RMS error / se 1.29 over the 15 checkpoints). Fixed production
+lengths of a few hundred sweeps are the safer default.
 
-### Cost: warm start, cold start, and warm start with follow-up runs (same se target)
+Is warm starting itself biased? Repeated warm-started estimates (from one checkpoint's guesses and chains to a later
+one's weights) against cold starts at the same weights, same production length, {PAIR_REPEATS} seeds each:
+
+{t5}
+
+### Cost: warm start, cold start, and warm start with follow-up runs
 
 Three trackers on the same weights: the warm-started one above, a cold start at every checkpoint (`log Zhat_k = 0`,
 chains from f0: `tracker.estimate(params, warm=False)`), and a warm-started tracker that also runs
 {s["follow_sweeps"]} sweeps with the partial update (alpha = 0.2) at every epoch between checkpoints (counted in the
-next checkpoint's sweeps). All stop at the same se target, so the sweeps compare cost at equal accuracy.
+next checkpoint's sweeps). All three have the same production length, hence the same accuracy (the se columns);
+they differ in the initial iterations and follow-up runs.
 
 {t2}
 
 Mean over the warm checkpoints (the first is cold for all three): warm {st["warm_sweeps"]:.0f} sweeps
 ({st["warm_adapt"]:.1f} initial iterations, {st["warm_seconds"]:.2f} s), cold {st["cold_sweeps"]:.0f} sweeps
 ({st["cold_adapt"]:.1f} iterations, {st["cold_seconds"]:.2f} s), warm + follow-up {st["follow_sweeps"]:.0f} sweeps
-({st["follow_adapt"]:.1f} iterations).
+({st["follow_adapt"]:.1f} iterations); mean se {st["mean_se"]:.4f} (warm), {st["mean_se_cold"]:.4f} (cold),
+{st["mean_se_follow"]:.4f} (warm + follow-up).
 
 ### Train and validation log-likelihood (nats per image)
 

@@ -414,7 +414,8 @@ class LogZTracker:
         Returns ``(estimate, info)``: the :class:`~pmz.records.EvidenceEstimate` of the production run and a dict
         with ``reliable``, ``reasons``, ``warnings``, ``warm``, ``n_sweeps``, ``n_adapt``, ``n_production_sweeps``,
         ``max_gap``, ``n_trips``, ``seconds``, ``log_zhat``, ``final_x``, ``final_levels``. ``warm=False`` (or no
-        previous checkpoint) starts cold; either way the tracker's state is not changed.
+        previous checkpoint) starts cold; either way the guesses and chains kept for the next checkpoint stay as they
+        were (the random stream moves on).
         """
         start = time.perf_counter()
         family, kernel, params_k = self._setup(params)
