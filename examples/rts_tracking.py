@@ -295,8 +295,9 @@ At each checkpoint (the module docstring of `pmz/learn/tracking.py` has the deta
    `alpha = 0.2`.
 
 A checkpoint is flagged `reliable = False`, with the reasons, when the ladder does not mix: the initial iterations
-did not converge, the production's level marginal is far from the prior (`max_k |c_k - r_k| > 0.5 / K`), its chains
-made fewer than `min_trips` = 10 one-way trips between the ladder's ends, or the se is not finite.
+did not converge, the production's level marginal or its visit fractions are far from the prior
+(`max_k |c_k - r_k|` or `max_k |n_k / N - r_k|` above `0.5 / K`), its chains made fewer than `min_trips` = 10
+one-way trips between the ladder's ends, or the se is not finite.
 
 Options (keyword-only): `system` (`rbm_system(base_means)` by default, `dbm_system(...)` for a two-layer DBM in its
 even space, or any `TrackedSystem(energy_model, data_log_f1)` with a Gibbs-type kernel), `data`, `base_means`,

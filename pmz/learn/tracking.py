@@ -30,8 +30,9 @@ Between checkpoints (every callback that is not one), ``follow_sweeps > 0`` keep
 guesses only move part of the way towards it.
 
 A checkpoint is **unreliable** (``reliable = False``, with the reasons) when the ladder does not mix: the initial
-iterations did not bring ``max_k |c_k - r_k|`` below ``tol / K``; the production's level marginal is far from the
-prior (``max_k |c_k - r_k| > 0.5 / K``, RTS's own warning); its chains made fewer than ``min_trips`` one-way trips
+iterations did not bring ``max_k |c_k - r_k|`` below ``tol / K``; the production's level marginal or its visit
+fractions are far from the prior (``max_k |c_k - r_k|`` or ``max_k |n_k / N - r_k|`` above ``0.5 / K``, the
+threshold of RTS's own warning); its chains made fewer than ``min_trips`` one-way trips
 between the ladder's ends (the levels do not decorrelate, so the batch-means se cannot be trusted); or the se is not
 finite. The log-likelihoods' se is ``log Z``'s (the data term is exact).
 
@@ -180,7 +181,9 @@ class Checkpoint:
         Initial iterations run.
     n_production_sweeps : int
     max_gap : float
-        ``max_k |c_k - r_k|`` of the production run.
+        ``max_k |c_k - r_k|`` of the production run (``c_k``: the Rao-Blackwellised level marginal).
+    visit_gap : float
+        ``max_k |n_k / N - r_k|``: the same for the visit fractions.
     n_trips : int
         One-way trips between the ladder's ends in the production run (:func:`ladder_trips`).
     seconds : float
@@ -205,6 +208,7 @@ class Checkpoint:
     n_adapt: int
     n_production_sweeps: int
     max_gap: float
+    visit_gap: float
     n_trips: int
     seconds: float
     log_z_k: np.ndarray = field(repr=False)
@@ -413,9 +417,9 @@ class LogZTracker:
 
         Returns ``(estimate, info)``: the :class:`~pmz.records.EvidenceEstimate` of the production run and a dict
         with ``reliable``, ``reasons``, ``warnings``, ``warm``, ``n_sweeps``, ``n_adapt``, ``n_production_sweeps``,
-        ``max_gap``, ``n_trips``, ``seconds``, ``log_zhat``, ``final_x``, ``final_levels``. ``warm=False`` (or no
-        previous checkpoint) starts cold; either way the guesses and chains kept for the next checkpoint stay as they
-        were (the random stream moves on).
+        ``max_gap``, ``visit_gap``, ``n_trips``, ``seconds``, ``log_zhat``, ``final_x``, ``final_levels``.
+        ``warm=False`` (or no previous checkpoint) starts cold; either way the guesses and chains kept for the next
+        checkpoint stay as they were (the random stream moves on).
         """
         start = time.perf_counter()
         family, kernel, params_k = self._setup(params)
@@ -430,6 +434,7 @@ class LogZTracker:
         spent = len(stages) * self.adapt_sweeps
         trace, estimate = self._production(family, kernel, params_k, log_zhat, x, levels)
         gap = float(np.max(np.abs(trace.prior - trace.c_hat)))
+        visit_gap = float(np.max(np.abs(trace.prior - trace.counts / trace.n_samples)))
         trips = ladder_trips(trace.level_traces, K)
         reasons, warnings = [], list(estimate.warnings)
         if not converged:
@@ -438,8 +443,11 @@ class LogZTracker:
                 f"the ladder did not mix: after {len(stages)} initial iterations max_k |c_k - r_k| = {last_gap:.3g} "
                 f"> tol / K = {self.tol / K:.3g}"
             )
-        if gap > 0.5 / K:
-            reasons.append(f"the production's level marginal is far from the prior: max_k |c_k - r_k| = {gap:.3g}")
+        if max(gap, visit_gap) > 0.5 / K:
+            reasons.append(
+                f"the production's level marginal is far from the prior r_k: max_k |c_k - r_k| = {gap:.3g}, visit "
+                f"fractions max_k |n_k / N - r_k| = {visit_gap:.3g} (> 0.5 / K = {0.5 / K:.3g})"
+            )
         if trips < self.min_trips:
             reasons.append(
                 f"the chains made {trips} one-way trips between the ladder's ends (< min_trips = {self.min_trips}): "
@@ -458,6 +466,7 @@ class LogZTracker:
             n_adapt=len(stages),
             n_production_sweeps=trace.n_sweeps,
             max_gap=gap,
+            visit_gap=visit_gap,
             n_trips=trips,
             seconds=time.perf_counter() - start,
             log_zhat=rts_update(log_zhat, trace.c_hat, self.log_prior),
@@ -492,6 +501,7 @@ class LogZTracker:
             n_adapt=int(info["n_adapt"]),
             n_production_sweeps=int(info["n_production_sweeps"]),
             max_gap=info["max_gap"],
+            visit_gap=info["visit_gap"],
             n_trips=info["n_trips"],
             seconds=info["seconds"],
             log_z_k=np.asarray(estimate.diagnostics["log_z_k"], dtype=float),
