@@ -288,7 +288,7 @@ from pmz.systems.rbm_training import train_rbm
 train, valid = digits_split()
 tracker = LogZTracker(data={{"train": train, "validation": valid}}, every=4, updates_per_epoch=71,
                       n_sweeps=400, random_seed=1)
-rbm, history = train_rbm(train, 20, n_epochs=60, callback=tracker)   # a Checkpoint every 4 epochs
+rbm, history = train_rbm(train, 20, n_epochs=60, learning_rate=0.01, callback=tracker)  # every 4 epochs
 tracker.table()["validation_log_likelihood"], tracker.plot()
 ```
 
