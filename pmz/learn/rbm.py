@@ -50,7 +50,7 @@ def _fit_rbm(data, n_hidden: int, options: LearningOptions, streams: Streams, *,
         params = initial_params(streams.init, data.shape[1], n_hidden, data_logits(data), options.init_scale)
     else:
         if init.W.shape != (data.shape[1], n_hidden):
-            raise ValueError(f"pmz: init must be an RBM with W of shape {(data.shape[1], n_hidden)}, got {init.W.shape}")
+            raise ValueError(f"pmz: init must be an RBM with W {(data.shape[1], n_hidden)}, got {init.W.shape}")
         params = Bipartite(init.W.copy(), init.a.copy(), init.b.copy())
     X0 = data[streams.init.integers(0, data.shape[0], options.chains)].copy()
 
