@@ -143,7 +143,8 @@ def final_table(runs, train, test, base_means, settings):
         r = rows[name]
         print(f"{name}: log Z {log_z:.3f} +- {se:.3f} (joint space {log_z_joint:.3f} +- {se_joint:.3f}); bound train "
               f"{r['bound_train']:.3f}, test {r['bound_test']:.3f}; test subset ({subset.shape[0]} images): log p "
-              f"{r['log_p_subset']:.3f}, bound {r['bound_subset']:.3f}, gap {r['gap']:.3f}; training {run.seconds:.1f} s",
+              f"{r['log_p_subset']:.3f}, bound {r['bound_subset']:.3f}, gap {r['gap']:.3f}; "
+              f"training {run.seconds:.1f} s",
               flush=True)
     return rows
 
@@ -230,7 +231,8 @@ def markdown(table, final, mixing, settings, n_updates):
         lines.append(f"| {table[next(iter(table))][i][0]} | " + " | ".join(cells) + " |")
     lines += ["", "![learning curves](figures/learn_dbm.png)", "",
               f"Mixing at the final CAST-trained DBM ({settings['mixing_steps']} steps, parameters frozen):", "",
-              "| chains | class changes per chain per 1000 steps | classes visited per chain |", "| --- | ---: | ---: |"]
+              "| chains | class changes per chain per 1000 steps | classes visited per chain |",
+              "| --- | ---: | ---: |"]
     for name, (rate, visited, _) in mixing.items():
         lines.append(f"| {name} | {rate:.1f} | {visited:.1f} |")
     lines.append("<!-- results end -->")

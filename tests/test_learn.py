@@ -211,3 +211,13 @@ def test_example_learn_dbm_small():
         assert r["log_z_se"] < 0.2
         assert len(table[name]) == 2
     assert mixing["CAST"][2]["swap_fraction"] > 0
+
+
+def test_docs_list_every_option():
+    """docs/learning.md's options table is LearningOptions' own (regenerate it with pmz.learn.options.options_table)."""
+    from pathlib import Path
+
+    from pmz.learn.options import options_table
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "learning.md").read_text()
+    assert options_table() in doc
