@@ -2,7 +2,7 @@
 Table 1 of Salakhutdinov, "Learning deep Boltzmann machines using adaptive MCMC" (ICML 2010), at laptop scale.
 
     python examples/learn_dbm.py --small       # CI size: seconds, prints the table, writes nothing
-    python examples/learn_dbm.py               # full size (~10 min): also writes docs/learning.md's results
+    python examples/learn_dbm.py               # full size (~25 min): also writes docs/learning.md's results
                                                # section and docs/figures/learn_dbm.png
 
 All three methods start from the same initial weights and see the same minibatches (one ``random_seed``, separate
@@ -22,9 +22,14 @@ Z``, with ``log Z(v) = log sum_{h1,h2} exp(-E(v, h1, h2))`` exact (:meth:`pmz.sy
 gap ``log p(v) - bound`` is exact and only log Z carries an error. The final log Z is checked by a second AIS run in
 the joint space (layer Gibbs, every layer sampled).
 
-Mixing: from the final CAST-trained DBM, 100 plain Gibbs chains and 50 CAST slow chains (its fast chains tempering
-on [0.9, 1]) run from training images with the parameters frozen; every 10 steps each chain's visible state is
-classified by the nearest class-mean training image, and we count how often the class changes.
+Controls: SAP with 50 chains (CAST's number of slow chains) and CAST with the exact ``swap="exchange"`` rule.
+
+Mixing: from each final DBM, 100 plain Gibbs chains and 50 CAST slow chains (its fast chains tempering on [0.9, 1])
+run from training images with the parameters frozen; every 10 steps each chain's visible state is classified by the
+nearest class-mean training image, and we count how often the class changes.
+
+Replicates: two more seeds train every method again (final log Z and bounds only): the spread between seeds says
+which differences between methods are more than one run's luck.
 """
 
 from __future__ import annotations
@@ -49,13 +54,16 @@ METHODS = {
     "SAP": dict(method="pcd", n_chains=100),
     "FPCD": dict(method="fpcd", n_chains=100),
     "CAST": dict(method="cast", n_chains=50),
+    # controls: SAP with CAST's number of slow chains; CAST with the exact exchange rule (pmz.runners.cast)
+    "SAP, 50 chains": dict(method="pcd", n_chains=50),
+    "CAST, exchange": dict(method="cast", n_chains=50, swap="exchange"),
 }
 COMMON = dict(batch_size=100, learning_rate=0.1, learning_rate_schedule="inverse", momentum=0.9, weight_decay=1e-4,
-              n_mean_field=10, random_seed=2010)
+              n_mean_field=10)
 FULL = dict(n_epochs=1500, n_checkpoints=10, ais_temps=1000, ais_paths=100, final_temps=4000, final_paths=200,
-            joint_temps=20000, n_subset=100, mixing_steps=3000)
+            joint_temps=20000, n_subset=100, mixing_steps=3000, seeds=(2010, 2011, 2012))
 SMALL = dict(n_epochs=15, n_checkpoints=2, ais_temps=100, ais_paths=16, final_temps=200, final_paths=16,
-             joint_temps=400, n_subset=8, mixing_steps=100)
+             joint_temps=400, n_subset=8, mixing_steps=100, seeds=(2010,))
 SIZES = (32, 16)
 
 
@@ -77,17 +85,18 @@ def bound_parts(dbm, V):
     return dbm.lower_bound(V, 0.0, n_steps=50)
 
 
-def train_all(train, settings, progressbar):
+def train_all(train, settings, seed, progressbar, checkpoints=True):
+    """Every method from one seed; the callback keeps a copy of the DBM every tenth of the run."""
     runs = {}
     n_updates = settings["n_epochs"] * (train.shape[0] // COMMON["batch_size"])
     every = max(1, n_updates // settings["n_checkpoints"])
     for name, method in METHODS.items():
-        checkpoints = []
-        run = fit_dbm(train, *SIZES, **COMMON, **method, n_epochs=settings["n_epochs"], callback_every=every,
-                      callback=lambda update, dbm: dbm, progressbar=progressbar)
-        checkpoints = run.callback_values
-        runs[name] = (run, checkpoints)
-        print(f"{name}: {run.n_updates} updates in {run.seconds:.1f} s; sampler {summary(run.sampler)}", flush=True)
+        run = fit_dbm(train, *SIZES, **COMMON, **method, n_epochs=settings["n_epochs"], random_seed=seed,
+                      callback_every=every, callback=(lambda update, dbm: dbm) if checkpoints else None,
+                      progressbar=progressbar)
+        runs[name] = (run, run.callback_values)
+        print(f"seed {seed}, {name}: {run.n_updates} updates in {run.seconds:.1f} s; sampler {summary(run.sampler)}",
+              flush=True)
     return runs
 
 
@@ -171,9 +180,31 @@ def class_switches(dbm, train, labels, n_steps, seed):
         switches = (np.diff(classes, axis=0) != 0).sum(axis=0)
         visited = np.array([np.unique(classes[:, j]).size for j in range(classes.shape[1])])
         out[name] = (1000.0 * switches.mean() / n_steps, visited.mean(), sampler.diagnostics(state))
-        print(f"mixing, {name}: {out[name][0]:.1f} class changes per chain per 1000 steps, "
-              f"{out[name][1]:.1f} classes visited per chain", flush=True)
     return out
+
+
+def mixing_table(runs, train, labels, n_steps):
+    """:func:`class_switches` at every method's final DBM."""
+    out = {}
+    for name, (run, _) in runs.items():
+        out[name] = class_switches(run.model, train, labels, n_steps, seed=3)
+        print(f"mixing at the {name} DBM: " + "; ".join(
+            f"{sampler} {rate:.1f} class changes per chain per 1000 steps, {visited:.1f} classes visited"
+            for sampler, (rate, visited, _) in out[name].items()), flush=True)
+    return out
+
+
+def replicate(train, test, base_means, settings, seed, progressbar):
+    """Another seed: train every method, final log Z by AIS and the bounds (no checkpoints)."""
+    runs = train_all(train, settings, seed, progressbar, checkpoints=False)
+    rows = {}
+    for name, (run, _) in runs.items():
+        log_z, se = log_z_ais(run.model, base_means, settings["final_temps"], settings["final_paths"], seed=7)
+        rows[name] = dict(log_z=log_z, log_z_se=se, bound_train=float(bound_parts(run.model, train).mean()) - log_z,
+                          bound_test=float(bound_parts(run.model, test).mean()) - log_z, seconds=run.seconds)
+        print(f"seed {seed}, {name}: log Z {log_z:.3f} +- {se:.3f}, bound test {rows[name]['bound_test']:.3f}",
+              flush=True)
+    return rows
 
 
 def plot(table, final, path):
@@ -196,13 +227,13 @@ def plot(table, final, path):
     print(f"wrote {path}")
 
 
-def markdown(table, final, mixing, settings, n_updates):
+def markdown(table, final, mixing, replicates, settings, n_updates):
     lines = [
         "<!-- results start: written by examples/learn_dbm.py -->",
         f"A 64-32-16 DBM, {n_updates} updates of minibatches of {COMMON['batch_size']} per method "
         f"(lr_t = {COMMON['learning_rate']} / (1 + t / tau), tau = {n_updates // 10}; momentum "
         f"{COMMON['momentum']}; weight decay {COMMON['weight_decay']}; {COMMON['n_mean_field']} mean-field steps; "
-        f"seed {COMMON['random_seed']}). log Z by forward AIS ({settings['final_temps']} temperatures, "
+        f"seed {settings['seeds'][0]}). log Z by forward AIS ({settings['final_temps']} temperatures, "
         f"{settings['final_paths']} paths; checkpoints {settings['ais_temps']} and {settings['ais_paths']}), checked "
         f"by AIS in the joint space ({settings['joint_temps']} temperatures). Bounds and log-probabilities are in "
         "nats per image; their se is log Z's (the images are fixed). Log p on the first "
@@ -230,11 +261,27 @@ def markdown(table, final, mixing, settings, n_updates):
             cells.append(f"{b:.2f} | {z:.2f} +- {s:.2f}")
         lines.append(f"| {table[next(iter(table))][i][0]} | " + " | ".join(cells) + " |")
     lines += ["", "![learning curves](figures/learn_dbm.png)", "",
-              f"Mixing at the final CAST-trained DBM ({settings['mixing_steps']} steps, parameters frozen):", "",
-              "| chains | class changes per chain per 1000 steps | classes visited per chain |",
-              "| --- | ---: | ---: |"]
-    for name, (rate, visited, _) in mixing.items():
-        lines.append(f"| {name} | {rate:.1f} | {visited:.1f} |")
+              f"Mixing at each final DBM ({settings['mixing_steps']} steps, parameters frozen; 100 plain Gibbs chains, "
+              "50 CAST pairs on [0.9, 1] swapping every 50 steps; class = nearest class-mean training image, read "
+              "every 10 steps):", "",
+              "| DBM learned by | Gibbs: class changes per chain per 1000 steps | Gibbs: classes visited per chain | "
+              "CAST slow chains: class changes | CAST: classes visited |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for name, samplers in mixing.items():
+        (g_rate, g_visited, _), (c_rate, c_visited, _) = samplers["Gibbs"], samplers["CAST"]
+        lines.append(f"| {name} | {g_rate:.1f} | {g_visited:.1f} | {c_rate:.1f} | {c_visited:.1f} |")
+    if len(replicates) > 1:
+        seeds = list(replicates)
+        lines += ["", "Replicates: lower bound on the mean test log-probability (log Z by AIS, "
+                  f"{settings['final_temps']} temperatures, {settings['final_paths']} paths) of the final DBM, per "
+                  "seed; mean and standard deviation over the seeds:", "",
+                  "| method | " + " | ".join(f"seed {x}" for x in seeds) + " | mean | sd | mean log Z |",
+                  "| --- | " + " | ".join("---:" for _ in seeds) + " | ---: | ---: | ---: |"]
+        for name in METHODS:
+            b = np.array([replicates[x][name]["bound_test"] for x in seeds])
+            z = np.array([replicates[x][name]["log_z"] for x in seeds])
+            lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in b) +
+                         f" | {b.mean():.2f} | {b.std(ddof=1) if b.size > 1 else 0.0:.2f} | {z.mean():.2f} |")
     lines.append("<!-- results end -->")
     return "\n".join(lines)
 
@@ -257,12 +304,16 @@ def main(argv=None):
     settings = SMALL if args.small else FULL
     train, train_labels, test, _ = digits()
     base_means = np.clip(train.mean(axis=0), 1e-3, 1 - 1e-3)
-    runs = train_all(train, settings, args.progressbar)
+    seed = settings["seeds"][0]
+    runs = train_all(train, settings, seed, args.progressbar)
     table = curves(runs, train, test, base_means, settings)
     final = final_table(runs, train, test, base_means, settings)
-    mixing = class_switches(runs["CAST"][0].model, train, train_labels, settings["mixing_steps"], seed=3)
+    mixing = mixing_table(runs, train, train_labels, settings["mixing_steps"])
+    replicates = {seed: final}
+    for other in settings["seeds"][1:]:
+        replicates[other] = replicate(train, test, base_means, settings, other, args.progressbar)
     n_updates = runs["SAP"][0].n_updates
-    text = markdown(table, final, mixing, settings, n_updates)
+    text = markdown(table, final, mixing, replicates, settings, n_updates)
     print(text)
     if not args.small:
         plot(table, final, ROOT / "docs" / "figures" / "learn_dbm.png")
