@@ -248,7 +248,7 @@ def markdown(table, final, mixing, replicates, settings, n_updates):
         lines.append(
             f"| {name} | {r['bound_train']:.2f} +- {se:.2f} | {r['bound_test']:.2f} +- {se:.2f} | "
             f"{r['log_z']:.2f} +- {se:.2f} | {r['log_z_joint']:.2f} +- {r['log_z_joint_se']:.2f} | "
-            f"{r['log_p_subset']:.2f} +- {se:.2f} | {r['bound_subset']:.2f} +- {se:.2f} | {r['gap']:.2f} | "
+            f"{r['log_p_subset']:.2f} +- {se:.2f} | {r['bound_subset']:.2f} +- {se:.2f} | {r['gap']:.3f} | "
             f"{r['seconds']:.0f} s |"
         )
     lines += ["", "Learning curves (lower bound on the mean test log-probability; log Z +- se at each checkpoint):", "",
