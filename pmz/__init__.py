@@ -9,7 +9,7 @@
 
 __version__ = "0.1.0"
 
-from . import systems
+from . import learn, systems
 from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
 from .model.energy import EnergyModel
@@ -39,6 +39,7 @@ __all__ = [
     "tempered_evidence",
     "tempered_weights",
     "systems",
+    "learn",
     "__version__",
 ]
 

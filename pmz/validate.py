@@ -20,6 +20,7 @@ __all__ = [
     "at_least_two",
     "optional_int",
     "fraction",
+    "interval",
     "positive_number",
     "optional",
     "one_of",
@@ -79,6 +80,27 @@ def fraction(closed_right: bool):
         if not inside:
             interval = "a number in (0, 1]" if closed_right else "a number in (0, 1)"
             raise ValueError(f"pmz: {name} must be {interval}, got {value!r}")
+        return value
+
+    return check
+
+
+def interval(low: float, high: float, *, closed_low: bool = True, closed_high: bool = False):
+    """A number in ``[low, high)`` (or with the ends open/closed as given; ``high=inf`` for no upper end).
+
+    >>> interval(0.0, 1.0)("momentum", 0.9)
+    0.9
+    """
+
+    def check(name, value):
+        inside = (
+            _is_number(value)
+            and (low <= value if closed_low else low < value)
+            and (value <= high if closed_high else value < high)
+        )
+        if not inside:
+            left, right = "[" if closed_low else "(", "]" if closed_high else ")"
+            raise ValueError(f"pmz: {name} must be a number in {left}{low}, {high}{right}, got {value!r}")
         return value
 
     return check

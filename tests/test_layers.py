@@ -13,7 +13,8 @@ Layers, lowest first (a module may import its own layer and any lower one):
     runners     algorithms that move particles and record
     estimators  pure functions: record in, EvidenceEstimate out; reliability (the verdict on an estimate)
     results     EvidenceResult, Bayes factors, plots
-    extras      systems (known-truth systems), step_methods (PyMC step methods and log Z from their traces)
+    extras      systems (known-truth systems), step_methods (PyMC step methods and log Z from their traces),
+                learn (RBM / DBM learning; pmz.systems.rbm_training, the trainer of the shipped RBMs, runs on it)
     glue        pmz/__init__, api, registry, methods/: anything
 
 ``records`` sit below ``runners``, not after them as in the data-flow picture: runners construct records, so for
@@ -40,7 +41,7 @@ LAYERS = (
     ("runners", ("pmz.runners",)),
     ("estimators", ("pmz.estimators",)),
     ("results", ("pmz.results", "pmz.compare", "pmz.plots")),
-    ("extras", ("pmz.systems", "pmz.step_methods")),
+    ("extras", ("pmz.systems", "pmz.step_methods", "pmz.learn")),
 )
 GLUE = "glue"
 

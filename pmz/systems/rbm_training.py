@@ -1,22 +1,16 @@
-"""Training binary RBMs by contrastive divergence (CD-k) and persistent contrastive divergence (PCD).
+"""Training binary RBMs by contrastive divergence (CD-k) and persistent contrastive divergence (PCD): the trainer of
+the digits RBMs shipped with pmz (``benchmarks/train_rbm.py``), kept with its settings record and signature.
 
-The log-likelihood gradient of an RBM ``p(v) = exp(-F(v)) / Z`` (see :mod:`pmz.systems.rbm`) is a difference
-of a data term and a model term,
+The algorithms live in :mod:`pmz.learn` (one implementation of the gradient, the updates and the chains); this module
+maps :class:`TrainingSettings` onto :class:`pmz.learn.LearningOptions` and runs :mod:`pmz.learn`'s loop with ONE
+``numpy.random.Generator(seed)`` as every random stream (initial weights, chain starts, data order, chains), in the
+order the shipped RBMs were trained with, so they are reproduced bit for bit. For new work use
+:func:`pmz.learn.fit_rbm` (independent streams, FPCD and CAST, a progress bar).
 
-    d/dW mean log p(v) = E_data[v s(b + vW)'] - E_model[v s(b + vW)'],    s = sigmoid,
-
-and likewise ``E_data[v] - E_model[v]`` for ``a`` and ``E_data[s(b + vW)] - E_model[s(b + vW)]`` for ``b``
-(the hidden units enter through their conditional means). The model term is estimated from "negative"
-visible states after ``k`` alternating block-Gibbs steps ``h ~ Bern(s(b + vW))``, ``v ~ Bern(s(a + W h))``:
-
-* **CD-k** (Hinton 2002): the chains start at the minibatch itself;
-* **PCD** (Tieleman 2008): ``n_chains`` persistent chains continue from where the previous update left them
-  (a stochastic-approximation estimate of the model term; use a learning rate that decays to zero).
-
-Updates are minibatch gradient ascent with momentum and L2 weight decay on ``W``: ``velocity = m velocity +
-lr (grad - decay W)``, ``theta += velocity``. Everything is vectorised over the minibatch; one
-``numpy.random.Generator(seed)`` drives the data order, the chains and the initial weights, so a training run
-is reproducible bit for bit.
+The gradient of the mean log-likelihood, ``E_data[v s(b + vW)'] - E_model[v s(b + vW)']`` for ``W`` (``s`` the
+sigmoid) and likewise for the biases, takes its model term from ``k`` block-Gibbs steps: from the minibatch itself
+(CD-k, Hinton 2002) or from ``n_chains`` persistent chains (PCD, Tieleman 2008). Updates: ``velocity = m velocity +
+lr (grad - decay W)``, ``theta += velocity``, the learning rate decaying linearly to ``final_learning_rate``.
 """
 
 from __future__ import annotations
@@ -25,13 +19,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..learn.gradients import Bipartite
+from ..learn.loop import Streams
+from ..learn.negative import block_gibbs
+from ..learn.options import LearningOptions
+from ..learn.rbm import _fit_rbm
 from .rbm import RBM
 
 __all__ = ["TrainingSettings", "gibbs_chain", "train_rbm"]
-
-
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 @dataclass(frozen=True)
@@ -88,11 +83,9 @@ class TrainingHistory:
 
 
 def gibbs_chain(rng, rbm: RBM, v, k: int):
-    """``k`` block-Gibbs steps ``h ~ Bern(s(b + vW))``, ``v ~ Bern(s(a + W h))`` for a batch ``v (n, nv)``."""
-    for _ in range(k):
-        h = (rng.uniform(size=(v.shape[0], rbm.n_hidden)) < _sigmoid(rbm.b + v @ rbm.W)).astype(np.float64)
-        v = (rng.uniform(size=v.shape) < _sigmoid(rbm.a + h @ rbm.W.T)).astype(np.float64)
-    return v
+    """``k`` block-Gibbs steps ``h ~ Bern(s(b + vW))``, ``v ~ Bern(s(a + W h))`` for a batch ``v (n, nv)``
+    (:func:`pmz.learn.block_gibbs`)."""
+    return block_gibbs(rng, Bipartite(rbm.W, rbm.a, rbm.b), v, k)
 
 
 def train_rbm(data, n_hidden: int, settings: TrainingSettings | None = None, *, callback=None, **options):
@@ -124,46 +117,19 @@ def train_rbm(data, n_hidden: int, settings: TrainingSettings | None = None, *, 
     settings = TrainingSettings(**{**(settings or TrainingSettings()).as_dict(), **options})
     if settings.method not in ("cd", "pcd"):
         raise ValueError(f"method must be 'cd' or 'pcd', got {settings.method!r}")
-    data = np.asarray(data, dtype=np.float64)
-    n_data, nv = data.shape
+    config = LearningOptions(
+        method=settings.method, k=settings.k, n_epochs=settings.n_epochs, batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate, learning_rate_schedule="linear",
+        final_learning_rate=settings.final_learning_rate, momentum=settings.momentum,
+        momentum_warmup=settings.momentum_warmup, weight_decay=settings.weight_decay, n_chains=settings.n_chains,
+        init_scale=settings.init_scale, random_seed=settings.seed, progressbar=False,
+    )
     rng = np.random.default_rng(settings.seed)
-    p = np.clip(data.mean(axis=0), 1e-3, 1 - 1e-3)
-    W = settings.init_scale * rng.standard_normal((nv, n_hidden))
-    a = np.log(p) - np.log1p(-p)
-    b = np.zeros(n_hidden)
-    vel_W, vel_a, vel_b = np.zeros_like(W), np.zeros_like(a), np.zeros_like(b)
-    n_chains = settings.n_chains or settings.batch_size
-    chains = data[rng.integers(0, n_data, n_chains)].copy()
-    n_batches = max(1, n_data // settings.batch_size)
-    n_updates = settings.n_epochs * n_batches
-    history = TrainingHistory()
-    monitor_rng = np.random.default_rng([settings.seed, 1])  # the monitor does not perturb the training stream
-    update = 0
-    for epoch in range(settings.n_epochs):
-        order = rng.permutation(n_data)
-        momentum = 0.5 if epoch < settings.momentum_warmup else settings.momentum
-        for j in range(n_batches):
-            frac = update / n_updates
-            lr = settings.learning_rate + frac * (settings.final_learning_rate - settings.learning_rate)
-            update += 1
-            v_data = data[order[j * settings.batch_size : (j + 1) * settings.batch_size]]
-            current = RBM(W, a, b)
-            ph_data = _sigmoid(b + v_data @ W)
-            start = v_data if settings.method == "cd" else chains
-            v_model = gibbs_chain(rng, current, start, settings.k)
-            if settings.method == "pcd":
-                chains = v_model
-            ph_model = _sigmoid(b + v_model @ W)
-            grad_W = v_data.T @ ph_data / v_data.shape[0] - v_model.T @ ph_model / v_model.shape[0]
-            grad_a = v_data.mean(axis=0) - v_model.mean(axis=0)
-            grad_b = ph_data.mean(axis=0) - ph_model.mean(axis=0)
-            vel_W = momentum * vel_W + lr * (grad_W - settings.weight_decay * W)
-            vel_a = momentum * vel_a + lr * grad_a
-            vel_b = momentum * vel_b + lr * grad_b
-            W, a, b = W + vel_W, a + vel_a, b + vel_b
-        # one-step reconstruction error of the training data, as a monitor only
-        sq_err = float(np.sum((data - gibbs_chain(monitor_rng, RBM(W, a, b), data, 1)) ** 2))
-        history.reconstruction_error.append(sq_err / n_data)
-        if callback is not None:
-            history.callback.append(callback(epoch, RBM(W, a, b)))
-    return RBM(W, a, b), history
+    streams = Streams(rng, rng, rng, np.random.default_rng([settings.seed, 1]))  # the monitor has its own stream
+    n_batches = np.asarray(data).shape[0] // settings.batch_size
+
+    def per_epoch(update, rbm):
+        return callback(update // n_batches - 1, rbm)
+
+    run = _fit_rbm(data, n_hidden, config, streams, callback=None if callback is None else per_epoch)
+    return run.model, TrainingHistory(list(run.monitor), [value for _, value in run.callback_values])
