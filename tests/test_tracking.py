@@ -172,3 +172,25 @@ def test_example_small():
     for row in rows:
         assert row["reliable"] and abs(row["log_z"] - row["exact"]) < 4 * row["log_z_se"] + 0.02
     assert cold and all(c["sweeps"] > 0 for c in cold)
+
+
+def test_tracks_fit_rbm_and_fit_dbm_through_on_update():
+    """``tracker.on_update`` is the callback of pmz.learn's trainers: a checkpoint at every call, labelled by update,
+    and each tracked log Z agrees with enumeration of the parameters at that update."""
+    from pmz.learn import fit_dbm, fit_rbm
+
+    X = _patterns(nv=8)
+    tracker = LogZTracker(data={"train": X}, keep_params=True, random_seed=3, **SMALL)
+    run = fit_rbm(X, 5, method="pcd", n_epochs=2, batch_size=10, learning_rate=0.1, callback_every=6,
+                  callback=tracker.on_update, random_seed=2, progressbar=False)
+    assert [c.update for c in tracker.checkpoints] == [u for u, _ in run.callback_values] == [6, 12]
+    for c in tracker.checkpoints:
+        assert c.reliable and abs(c.log_z - c.params.log_z_exact()) < 4 * c.log_z_se + 0.01
+        assert c.log_z_se < 0.1
+
+    dbm_tracker = LogZTracker(dbm_system(X.mean(axis=0).clip(0.05, 0.95)), data={"train": X}, keep_params=True,
+                              random_seed=4, **SMALL)
+    fit_dbm(X, 4, 3, method="pcd", n_epochs=1, batch_size=10, learning_rate=0.05, callback_every=6,
+            callback=dbm_tracker.on_update, random_seed=2, progressbar=False)
+    (c,) = dbm_tracker.checkpoints
+    assert c.update == 6 and c.reliable and abs(c.log_z - c.params.exact_log_z()) < 4 * c.log_z_se + 0.01

@@ -222,8 +222,9 @@ class LogZTracker:
     """Estimate log Z by warm-started RTS at checkpoints of a training run (see the module docstring).
 
     Use it as the ``callback(epoch, params)`` of :func:`pmz.systems.rbm_training.train_rbm`: every ``every``-th
-    epoch is a checkpoint (its :class:`Checkpoint` is returned and kept in :attr:`checkpoints`); or call
-    :meth:`checkpoint` directly.
+    epoch is a checkpoint (its :class:`Checkpoint` is returned and kept in :attr:`checkpoints`); pass
+    ``tracker.on_update`` as the ``callback`` of :func:`pmz.learn.fit_rbm` (a checkpoint at every call, labelled by
+    update); or call :meth:`checkpoint` directly.
 
     Parameters
     ----------
@@ -517,6 +518,12 @@ class LogZTracker:
             self.follow(params)
             return None
         return self.checkpoint(params, epoch=int(epoch))
+
+    def on_update(self, update: int, params):
+        """The ``callback(update, model)`` of :func:`pmz.learn.fit_rbm` / :func:`pmz.learn.fit_dbm`: a
+        :class:`Checkpoint` labelled by the update count at every call (their ``callback_every`` sets the spacing).
+        For a DBM, build the tracker with ``system=dbm_system(...)``."""
+        return self.checkpoint(params, update=int(update))
 
     # ------------------------------------------------------------------ output
 
