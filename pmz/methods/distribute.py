@@ -416,6 +416,10 @@ class ChunkRunner:
         bar.update(task.work)
         bar.set_postfix_str(self._postfix(len(done), n_tasks), refresh=False)
 
+    def _collect(self, output: ChunkOutput, task, digests, done, bar, n_tasks):
+        self._count_outside(output.record)
+        self._finish(task, output, digests, done, bar, n_tasks)
+
     def _run_here(self, fn, target, context, pending, digests, done, bar, n_tasks):
         for task in pending:
             compile0 = _compile_seconds(target)
@@ -439,6 +443,9 @@ class ChunkRunner:
                 # copy is fetched from another worker or recomputed from the task)
                 key = f"pmz-payload-{token}-{uuid.uuid4().hex[:8]}"
                 payload_ref = self.executor.submit(_same, payload, pure=False, key=key)
+                import distributed
+
+                distributed.wait(payload_ref, timeout=self.timeout)
                 self.executor.replicate([payload_ref])
             for task in pending:
                 args = (token, payload_ref, fn, task.arguments, self.blas_threads)
@@ -464,9 +471,12 @@ class ChunkRunner:
                 last = time.monotonic()
                 for future in sorted(finished, key=lambda f: futures[f].key):
                     waiting.discard(future)
-                    output = future.result()
-                    self._count_outside(output.record)
-                    self._finish(futures[future], output, digests, done, bar, n_tasks)
+                    self._collect(future.result(), futures[future], digests, done, bar, n_tasks)
+        except KeyboardInterrupt:  # chunks that finished before the interrupt still count
+            for future, task in sorted(futures.items(), key=lambda item: item[1].key):
+                if task.key not in done and future.done() and not future.cancelled() and future.exception() is None:
+                    self._collect(future.result(), task, digests, done, bar, n_tasks)
+            raise
         finally:
             for future in futures:
                 if not future.done():
