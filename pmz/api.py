@@ -11,7 +11,8 @@ import pymc as pm
 
 from .estimators.reliability import assess
 from .methods.checks import check_start, n_start, prior_normalisation_note, with_draws_check
-from .methods.distribute import ChunkRunner, executor_name, run_fingerprint
+from .methods.checkpoint import run_fingerprint
+from .methods.distribute import ChunkRunner, executor_name
 from .methods.inputs import pymc_model, seed_label, seeded_streams
 from .methods.options import RENAMED, CommonOptions, option_values, options_table
 from .methods.setup import compiled_model, make_family, make_kernel
@@ -217,7 +218,8 @@ def _partial(estimate, chunks):
     if chunks.checkpoint is not None:
         reason += f" (the same call resumes from the checkpoint {chunks.checkpoint.path})"
     reasons = "; ".join(r for r in (reason, estimate.reliability_reason) if r)
-    return replace(estimate, reliable=False, reliability_reason=reasons, warnings=[f"pmz: {reason}", *estimate.warnings])
+    warnings = [f"pmz: {reason}", *estimate.warnings]
+    return replace(estimate, reliable=False, reliability_reason=reasons, warnings=warnings)
 
 
 def _options_doc() -> str:

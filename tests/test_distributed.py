@@ -260,7 +260,8 @@ def test_interrupted_run_is_partial_and_resumes_to_the_same_bits(local, system, 
         partial = _evidence(system, method, executor=InterruptAfter(k), checkpoint=path)
     attrs = partial.run_attrs
     assert attrs["partial"] == 1 and attrs["chunks_done"] == k < attrs["chunks_total"]
-    assert not partial.reliable and "PARTIAL RESULT" in partial.reliability_reason and "run.nc" in partial.reliability_reason
+    assert not partial.reliable
+    assert "PARTIAL RESULT" in partial.reliability_reason and "run.nc" in partial.reliability_reason
     assert np.isfinite(partial.log_z) and np.isfinite(partial.log_z_se) and partial.log_z_se > 0
     assert abs(partial.log_z - system.log_z) < 4 * partial.log_z_se + 0.05  # the se of the chunks it has
     resumed = _evidence(system, method, checkpoint=path)  # the same call, here: the rest of the chunks
@@ -342,7 +343,8 @@ def test_checkpoint_records_round_trip_exactly(local, system, tmp_path, which):
         elif isinstance(value, dict):
             assert set(value) == set(other), name
             for key in value:
-                np.testing.assert_array_equal(np.asarray(other[key], dtype=object), np.asarray(value[key], dtype=object))
+                expected = np.asarray(value[key], dtype=object)
+                np.testing.assert_array_equal(np.asarray(other[key], dtype=object), expected)
         else:
             assert other == value, name
 

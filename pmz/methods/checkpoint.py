@@ -4,7 +4,7 @@ arguments resumes where the last one stopped (``pmz.evidence(..., checkpoint="ru
 The file holds one group per finished chunk (named by the chunk's key, e.g. ``forward-0003``), with the record's
 arrays as variables and its scalars, strings and dicts (as JSON) as attributes: float64 arrays and JSON floats
 round-trip exactly, so a resumed run pools the same bits as an uninterrupted one. The root attributes hold the
-call's fingerprint (method, options, seed, model and data: :func:`pmz.methods.distribute.run_fingerprint`); each
+call's fingerprint (method, options, seed, model and data: :func:`run_fingerprint`); each
 group holds its chunk's digest (the setup it ran with: schedule, frozen kernels, start states, random stream). A
 call whose fingerprint or a chunk's digest differs from the file's is an error, never a silent mix of two runs.
 
@@ -14,17 +14,21 @@ previous checkpoint intact.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import shutil
 from dataclasses import fields
+from numbers import Integral
 
 import numpy as np
 import xarray as xr
 
 from ..records import SMCRecord, TemperingTrace, WorkRecord
+from .options import option_values
 
-__all__ = ["Checkpoint", "record_dataset", "dataset_record"]
+__all__ = ["Checkpoint", "record_dataset", "dataset_record", "digest", "run_fingerprint", "target_description"]
 
 FORMAT = "pmz-checkpoint-1"
 ENGINE = "h5netcdf"
@@ -106,6 +110,74 @@ def dataset_record(ds: xr.Dataset):
         else:
             values[name] = str(ds.attrs[name])
     return cls(**values)
+
+
+def _feed(h, value):
+    """Feed a canonical, process-independent description of ``value`` to the hash ``h``: numbers, strings and
+    arrays by value, random generators by state and seed sequence, containers item by item, other objects
+    (families, kernels) by type."""
+    if value is None or isinstance(value, bool | Integral | float | str | np.generic):
+        h.update(repr((type(value).__name__, value.item() if isinstance(value, np.generic) else value)).encode())
+    elif isinstance(value, np.ndarray):
+        h.update(f"ndarray{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, np.random.Generator):
+        seq = value.bit_generator.seed_seq
+        h.update(json.dumps(value.bit_generator.state, sort_keys=True, default=str).encode())
+        h.update(repr((seq.entropy, seq.spawn_key, seq.n_children_spawned)).encode())
+    elif isinstance(value, dict):
+        h.update(b"{")
+        for k in sorted(value, key=str):
+            _feed(h, str(k))
+            _feed(h, value[k])
+        h.update(b"}")
+    elif isinstance(value, list | tuple):
+        h.update(b"[")
+        for v in value:
+            _feed(h, v)
+        h.update(b"]")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        h.update(type(value).__qualname__.encode())
+        _feed(h, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    elif callable(value) and hasattr(value, "__qualname__"):
+        h.update(f"{getattr(value, '__module__', '')}.{value.__qualname__}".encode())
+    else:
+        h.update(type(value).__qualname__.encode())
+
+
+def digest(*values) -> str:
+    """A hex digest of ``values`` (see :func:`_feed`): the same in every process for the same values."""
+    h = hashlib.sha256()
+    for v in values:
+        _feed(h, v)
+    return h.hexdigest()
+
+
+def target_description(target) -> list:
+    """What identifies the model without evaluating it: kind, dimension, name or layout, observed data."""
+    text = repr(target)
+    items = [target.kind, int(target.dim), type(target).__qualname__ if " at 0x" in text else text]
+    if target.kind == "pymc":
+        from ..model.inspection import observed_values
+
+        items += [{name: np.asarray(v) for name, v in observed_values(target.model).items()}]
+        items += [target.potentials, repr(target.mode_option)]
+    return items
+
+
+def run_fingerprint(method: str, options, random_seed, target) -> str:
+    """The fingerprint a checkpoint is written under: method, options (except ``chunk_timeout``), the seed and
+    the model's description."""
+    from .inputs import seed_label
+
+    labels = {}
+    for name, value in option_values(options).items():
+        if name == "chunk_timeout":
+            continue
+        labels[name] = value if isinstance(value, bool | Integral | float | str | np.ndarray) or value is None else (
+            f"<{type(value).__name__}>"
+        )
+    return digest(method, labels, repr(seed_label(random_seed)), target_description(target))
 
 
 class Checkpoint:

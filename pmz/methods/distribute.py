@@ -11,9 +11,9 @@ Shipping: what the chunks share (the target, family, kernel, schedule and frozen
 sequence) is pickled once per call into a *payload*, with a PyMC model's compiled functions replaced by the model
 itself (cloudpickle) and rebuilt on arrival: a pickled PyTensor function is 20-80 times larger than the model and,
 on PyTensor 3, its rebuilt code can differ from the original in the last bits, while a model compiled again in the
-worker gives the same bits (docs/scaling.md). Each worker process (each thread of it) unpickles a payload once and keeps it
-(:data:`_PAYLOADS`), and compiles each model once and keeps it for later calls (:data:`_COMPILED`), so a worker
-compiles once however many chunks it runs.
+worker gives the same bits (docs/scaling.md). Each worker process (each thread of it) unpickles a payload once and
+keeps it (:data:`_PAYLOADS`), and compiles each model once and keeps it for later calls (:data:`_COMPILED`), so a
+worker compiles once however many chunks it runs.
 A Dask client sends the payload to the cluster once (as a task whose result the workers share); a
 ``concurrent.futures`` executor sends it with every chunk. The result's attrs separate the workers' compile time
 (``worker_compile_time``: unpickling, graph building and JIT) from their sampling time (``sampling_time``).
@@ -27,10 +27,8 @@ and a call with the same arguments takes the chunks it finds there instead of ru
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import hashlib
 import io
-import json
 import os
 import pickle
 import socket
@@ -40,15 +38,14 @@ import uuid
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 
 from ..model.pymc import CompiledModel
 from ..progress import progress_bar
 from ..threads import blas_thread_limit
-from .checkpoint import Checkpoint
-from .options import DEFAULT_CHUNKS, option_values
+from .checkpoint import Checkpoint, digest, target_description
+from .options import DEFAULT_CHUNKS
 
 __all__ = [
     "Task",
@@ -56,8 +53,6 @@ __all__ = [
     "ChunkRunner",
     "run_chunk",
     "dumps",
-    "digest",
-    "run_fingerprint",
     "executor_name",
     "CHUNKED_NOTE",
 ]
@@ -136,7 +131,7 @@ def _model_token(compiled: CompiledModel) -> str:
     call (PyMC and PyTensor cache things on it), so it cannot serve as the key itself."""
     model_id = _MODEL_IDS.setdefault(compiled, uuid.uuid4().hex)
     data = {v.name: np.asarray(v.get_value()) for v in compiled.model.data_vars}
-    return digest(model_id, data, _target_description(compiled))[:24]
+    return digest(model_id, data, target_description(compiled))[:24]
 
 
 def dumps(obj) -> bytes:
@@ -200,79 +195,6 @@ def _same(value):
 
 
 # --------------------------------------------------------------------------
-# fingerprints
-# --------------------------------------------------------------------------
-
-
-def _feed(h, value):
-    """Feed a canonical, process-independent description of ``value`` to the hash ``h``: numbers, strings and
-    arrays by value, random generators by state and seed sequence, containers item by item, other objects
-    (families, kernels) by type."""
-    if value is None or isinstance(value, bool | Integral | float | str | np.generic):
-        h.update(repr((type(value).__name__, value.item() if isinstance(value, np.generic) else value)).encode())
-    elif isinstance(value, np.ndarray):
-        h.update(f"ndarray{value.dtype.str}{value.shape}".encode())
-        h.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, np.random.Generator):
-        seq = value.bit_generator.seed_seq
-        h.update(json.dumps(value.bit_generator.state, sort_keys=True, default=str).encode())
-        h.update(repr((seq.entropy, seq.spawn_key, seq.n_children_spawned)).encode())
-    elif isinstance(value, dict):
-        h.update(b"{")
-        for k in sorted(value, key=str):
-            _feed(h, str(k))
-            _feed(h, value[k])
-        h.update(b"}")
-    elif isinstance(value, list | tuple):
-        h.update(b"[")
-        for v in value:
-            _feed(h, v)
-        h.update(b"]")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        h.update(type(value).__qualname__.encode())
-        _feed(h, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-    elif callable(value) and hasattr(value, "__qualname__"):
-        h.update(f"{getattr(value, '__module__', '')}.{value.__qualname__}".encode())
-    else:
-        h.update(type(value).__qualname__.encode())
-
-
-def digest(*values) -> str:
-    """A hex digest of ``values`` (see :func:`_feed`): the same in every process for the same values."""
-    h = hashlib.sha256()
-    for v in values:
-        _feed(h, v)
-    return h.hexdigest()
-
-
-def _target_description(target) -> list:
-    """What identifies the model without evaluating it: kind, dimension, name or layout, observed data."""
-    text = repr(target)
-    items = [target.kind, int(target.dim), type(target).__qualname__ if " at 0x" in text else text]
-    if target.kind == "pymc":
-        from ..model.inspection import observed_values
-
-        items += [{name: np.asarray(v) for name, v in observed_values(target.model).items()}]
-        items += [target.potentials, repr(target.mode_option)]
-    return items
-
-
-def run_fingerprint(method: str, options, random_seed, target) -> str:
-    """The fingerprint a checkpoint is written under: method, options (except ``chunk_timeout``), the seed and
-    the model's description."""
-    from .inputs import seed_label
-
-    labels = {}
-    for name, value in option_values(options).items():
-        if name == "chunk_timeout":
-            continue
-        labels[name] = value if isinstance(value, bool | Integral | float | str | np.ndarray) or value is None else (
-            f"<{type(value).__name__}>"
-        )
-    return digest(method, labels, repr(seed_label(random_seed)), _target_description(target))
-
-
-# --------------------------------------------------------------------------
 # the runner
 # --------------------------------------------------------------------------
 
@@ -316,7 +238,7 @@ class ChunkRunner:
         self.blas_threads = blas_threads
         self.interrupted = False
         self.n_tasks = self.n_done = self.n_resumed = 0
-        self.worker_compile_time = self.sampling_time = 0.0
+        self.worker_compile_time = self.sampling_time = self.chunk_wall_time = 0.0
         self.workers: set[str] = set()
         self.payload_bytes = 0
         self.task_bytes: list[int] = []
@@ -344,6 +266,7 @@ class ChunkRunner:
         digests = {t.key: digest(base, t.arguments) for t in tasks}
         done = self._resume(tasks, digests)
         pending = [t for t in tasks if t.key not in done]
+        t0 = time.perf_counter()
         with progress_bar(total=sum(t.work for t in tasks), desc=desc, disable=not self.progressbar) as bar:
             bar.update(sum(t.work for t in tasks if t.key in done))
             bar.set_postfix_str(self._postfix(len(done), len(tasks)), refresh=False)
@@ -354,6 +277,7 @@ class ChunkRunner:
                     self._run_remote(fn, target, context, pending, digests, done, bar, len(tasks))
             except KeyboardInterrupt:
                 self.interrupted = True
+        self.chunk_wall_time += time.perf_counter() - t0
         self.n_done += len(done)
         return done
 
@@ -369,6 +293,7 @@ class ChunkRunner:
             "n_workers": len(self.workers),
             "worker_compile_time": float(self.worker_compile_time),
             "sampling_time": float(self.sampling_time),
+            "chunk_wall_time": float(self.chunk_wall_time),
             "payload_bytes": int(self.payload_bytes),
             "chunk_bytes": mean(self.task_bytes),
             "result_bytes": mean(self.result_bytes),
