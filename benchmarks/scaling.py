@@ -17,6 +17,7 @@ cores that were free.
     PYTHONPATH=. python benchmarks/scaling.py                 # both cases, 1 and 2 workers (~10 min on 2 cores)
     PYTHONPATH=. python benchmarks/scaling.py --quick         # small sizes: a smoke run of the script (~2 min)
     PYTHONPATH=. python benchmarks/scaling.py --case bar --workers 1 2 4 --json out.json
+    PYTHONPATH=. python benchmarks/scaling.py --shipping-only      # the model against its compiled functions
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ CASES = {
     ),
 }
 SEED = 2026
-ATTRS = ("wall_time", "compile_time", "worker_compile_time", "sampling_time", "chunk_wall_time", "chunks_total",
+ATTRS = ("wall_time", "compile_time", "worker_compile_time", "sampling_time", "chunk_wall_time", "chunk_cpu_time",
+         "chunks_total",
          "n_workers", "payload_bytes", "chunk_bytes", "result_bytes")
 
 
@@ -161,16 +163,19 @@ def table(case):
     base = next((r for r in rows if r["run"] == "1 worker"), rows[0])
     lines = [
         "| run | wall (s) | speed-up vs 1 worker | efficiency | client serial (s) | worker compile (s, sum) | "
-        "sampling (s, sum) | chunks | payload (B) | per chunk to worker (B) | per chunk back (B) | same bits |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "sampling (s, sum) | chunks' CPU / wall | chunks | payload (B) | per chunk to worker (B) | per chunk back (B) "
+        "| same bits |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         speed = base["wall"] / r["wall"]
+        busy = r["worker_compile_time"] + r["sampling_time"]  # seconds the chunks ran (summed over workers)
+        cpu_share = r["chunk_cpu_time"] / busy if busy else float("nan")
         workers = 1 if r["run"] == "no executor" else int(r["run"].split()[0])
         lines.append(
             f"| {r['run']} | {r['wall']:.1f} | {speed:.2f} | {speed / workers:.2f} | "
             f"{r['wall_time'] - r['chunk_wall_time']:.1f} | {r['worker_compile_time']:.1f} | {r['sampling_time']:.1f} "
-            f"| {r['chunks_total']} | {int(r['payload_bytes'])} | {r['chunk_bytes']:.0f} | {r['result_bytes']:.0f} | "
+            f"| {cpu_share:.2f} | {r['chunks_total']} | {int(r['payload_bytes'])} | {r['chunk_bytes']:.0f} | {r['result_bytes']:.0f} | "
             f"{r.get('same_bits', '(reference)')} |"
         )
     return "\n".join(lines)
@@ -182,6 +187,7 @@ def main(argv=None):
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--no-shipping", action="store_true", help="skip the model-versus-functions measurement")
+    parser.add_argument("--shipping-only", action="store_true", help="only the model-versus-functions measurement")
     parser.add_argument("--json", default=None, help="write the figures to this file")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -191,7 +197,7 @@ def main(argv=None):
     out = {"load_before": load_before, "cases": [], "shipping": []}
     if not args.no_shipping:
         out["shipping"] = shipping()
-    for name in args.case:
+    for name in [] if args.shipping_only else args.case:
         out["cases"].append(run_case(name, args.workers, args.quick))
     out["load_after"] = os.getloadavg()
     print(f"load average after: {out['load_after'][0]:.2f} {out['load_after'][1]:.2f} {out['load_after'][2]:.2f}")

@@ -157,13 +157,15 @@ _PAYLOADS: OrderedDict = OrderedDict()  # (payload token, thread) -> (target, co
 @dataclass(frozen=True)
 class ChunkOutput:
     """What a chunk sends back: its record, the seconds spent compiling (unpickling the payload, building graphs,
-    JIT) and sampling, where it ran, and the size of the pickled record."""
+    JIT) and sampling, the CPU seconds of both (less than their sum when the worker shared its core), where it ran,
+    and the size of the pickled record."""
 
     record: object
     compile_time: float
     sampling_time: float
     worker: str
     result_bytes: int = 0
+    cpu_time: float = 0.0
 
 
 def _compile_seconds(target) -> float:
@@ -173,7 +175,7 @@ def _compile_seconds(target) -> float:
 def run_chunk(token: str, payload: bytes, fn, arguments: dict, blas_threads) -> ChunkOutput:
     """Run one chunk on a worker: ``fn(**context, **arguments)``, the payload's ``(target, context)`` unpickled and
     compiled once per worker process and thread (a compiled function is not safe to call from two threads)."""
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     target, context = _cached(_PAYLOADS, token, lambda: pickle.loads(payload))
     compile0 = _compile_seconds(target)
     t1 = time.perf_counter()
@@ -187,6 +189,7 @@ def run_chunk(token: str, payload: bytes, fn, arguments: dict, blas_threads) -> 
         sampling_time=elapsed - compiled,
         worker=f"{socket.gethostname()}:{os.getpid()}",
         result_bytes=len(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)),
+        cpu_time=time.process_time() - cpu0,
     )
 
 
@@ -238,7 +241,7 @@ class ChunkRunner:
         self.blas_threads = blas_threads
         self.interrupted = False
         self.n_tasks = self.n_done = self.n_resumed = 0
-        self.worker_compile_time = self.sampling_time = self.chunk_wall_time = 0.0
+        self.worker_compile_time = self.sampling_time = self.chunk_wall_time = self.cpu_time = 0.0
         self.workers: set[str] = set()
         self.payload_bytes = 0
         self.task_bytes: list[int] = []
@@ -294,6 +297,7 @@ class ChunkRunner:
             "worker_compile_time": float(self.worker_compile_time),
             "sampling_time": float(self.sampling_time),
             "chunk_wall_time": float(self.chunk_wall_time),
+            "chunk_cpu_time": float(self.cpu_time),
             "payload_bytes": int(self.payload_bytes),
             "chunk_bytes": mean(self.task_bytes),
             "result_bytes": mean(self.result_bytes),
@@ -333,6 +337,7 @@ class ChunkRunner:
         done[task.key] = output.record
         self.worker_compile_time += output.compile_time
         self.sampling_time += output.sampling_time
+        self.cpu_time += output.cpu_time
         self.workers.add(output.worker)
         if output.result_bytes:
             self.result_bytes.append(output.result_bytes)
@@ -348,11 +353,13 @@ class ChunkRunner:
     def _run_here(self, fn, target, context, pending, digests, done, bar, n_tasks):
         for task in pending:
             compile0 = _compile_seconds(target)
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             record = fn(**context, **task.arguments)
             elapsed = time.perf_counter() - t0
             compiled = _compile_seconds(target) - compile0
-            output = ChunkOutput(record, 0.0, elapsed - compiled, "local")  # compile time: the client's own
+            output = ChunkOutput(  # compile time: the client's own
+                record, 0.0, elapsed - compiled, "local", cpu_time=time.process_time() - cpu0
+            )
             self._finish(task, output, digests, done, bar, n_tasks)
 
     def _run_remote(self, fn, target, context, pending, digests, done, bar, n_tasks):
