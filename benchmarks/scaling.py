@@ -181,6 +181,46 @@ def table(case):
     return "\n".join(lines)
 
 
+def cost_model(case) -> str:
+    """The cost model of docs/scaling.md fitted to the 1-worker run, its prediction for every other run (on free
+    cores, and with the share of a core the run's chunks really had), and where adding workers stops paying.
+
+    ``T(W) = S + C_w + ceil(N / W) (t / share + o)``: ``S`` the client's serial time, ``C_w`` one worker's compile,
+    ``N`` chunks of ``t`` CPU seconds each, ``share`` the fraction of a core a worker gets, ``o`` the per-chunk
+    overhead (scheduling, pickling, moving the chunk's bytes)."""
+    rows = {r["run"]: r for r in case["rows"]}
+    one = rows.get("1 worker")
+    if one is None:
+        return "(no 1-worker run: no cost model)"
+    n = int(one["chunks_total"])
+    S = one["wall_time"] - one["chunk_wall_time"]
+    C_w = one["worker_compile_time"]
+    busy = one["worker_compile_time"] + one["sampling_time"]
+    share1 = one["chunk_cpu_time"] / busy if busy else 1.0
+    t = one["sampling_time"] * share1 / n  # CPU seconds of one chunk
+    o = max(one["chunk_wall_time"] - C_w - one["sampling_time"], 0.0) / n
+    lines = [f"S = {S:.2f} s, C_w = {C_w:.2f} s, N = {n}, t = {t:.2f} CPU s per chunk, o = {1000 * o:.1f} ms "
+             f"per chunk (1-worker run, share {share1:.2f})", "",
+             "| workers | measured (s) | predicted, free cores (s) | predicted, measured share (s) | share |",
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    for label, r in rows.items():
+        if label == "no executor":
+            continue
+        w = int(label.split()[0])
+        busy = r["worker_compile_time"] + r["sampling_time"]
+        share = r["chunk_cpu_time"] / busy if busy else 1.0
+        rounds = -(-n // w)
+        free = S + C_w + rounds * (t + o)
+        shared = S + C_w / share + rounds * (t / share + o)
+        lines.append(f"| {w} | {r['wall']:.1f} | {free:.1f} | {shared:.1f} | {share:.2f} |")
+    total = n * t
+    lines += ["", f"free cores, n_chunks fixed: no gain beyond W = N = {n}; T(inf) = S + C_w + t + o = "
+              f"{S + C_w + t + o:.1f} s against T(1) = {S + C_w + n * (t + o):.1f} s",
+              f"free cores, n_chunks = 4 W: efficiency falls to 1/2 at W = 1 + C / (S + C_w + 4 o) = "
+              f"{1 + total / (S + C_w + 4 * o):.0f} workers (C = N t = {total:.1f} CPU s)"]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", nargs="+", choices=sorted(CASES), default=sorted(CASES))
@@ -189,7 +229,15 @@ def main(argv=None):
     parser.add_argument("--no-shipping", action="store_true", help="skip the model-versus-functions measurement")
     parser.add_argument("--shipping-only", action="store_true", help="only the model-versus-functions measurement")
     parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument("--analyse", default=None, help="print the tables and cost model of a --json file, run nothing")
     args = parser.parse_args(argv)
+    if args.analyse:
+        with open(args.analyse) as f:
+            out = json.load(f)
+        for case in out["cases"]:
+            print(f"\n{case['case']} on {case['system']} ({case['options']}):\n\n{table(case)}\n\ncost model:\n")
+            print(cost_model(case))
+        return
     warnings.filterwarnings("ignore")
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
@@ -204,6 +252,8 @@ def main(argv=None):
     for case in out["cases"]:
         print(f"\n{case['case']} on {case['system']} ({case['options']}):\n")
         print(table(case))
+        print("\ncost model:\n")
+        print(cost_model(case))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)

@@ -305,6 +305,23 @@ def test_checkpoint_of_another_call_is_an_error(system, tmp_path):
     assert _evidence(system, "smc", checkpoint=path).run_attrs["chunks_resumed"] == 2
 
 
+def test_checkpoint_of_another_prior_is_an_error(tmp_path):
+    """Same data, same options, same seed, another prior: another model, so another call."""
+    import pymc as pm
+
+    def model(prior_sd):
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0.0, prior_sd)
+            pm.Normal("y", mu, 1.0, observed=[0.3, -0.2, 0.9])
+        return m
+
+    common = dict(method="smc", n_particles=100, n_runs=2, random_seed=1, progressbar=False)
+    pmz.evidence(model(2.0), checkpoint=tmp_path / "run.nc", **common)
+    with pytest.raises(ValueError, match="different call"):
+        pmz.evidence(model(3.0), checkpoint=tmp_path / "run.nc", **common)
+    assert pmz.evidence(model(2.0), checkpoint=tmp_path / "run.nc", **common).run_attrs["chunks_resumed"] == 2
+
+
 @pytest.mark.parametrize("which", ["work", "trace", "smc"])
 def test_checkpoint_records_round_trip_exactly(local, system, tmp_path, which):
     if which == "work":

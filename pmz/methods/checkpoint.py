@@ -154,14 +154,21 @@ def digest(*values) -> str:
 
 
 def target_description(target) -> list:
-    """What identifies the model without evaluating it: kind, dimension, name or layout, observed data."""
+    """What identifies the model without evaluating it: kind, dimension, name or layout; for a PyMC model also its
+    observed data, its ``pm.Data`` values and its log-density graphs as PyTensor prints them (variables, operations
+    and constants: a changed prior is a different model). An energy model is known by its name, dimension and base
+    only: the chunks' own digests (schedule and kernels tuned on it) tell two energy models apart."""
     text = repr(target)
     items = [target.kind, int(target.dim), type(target).__qualname__ if " at 0x" in text else text]
     if target.kind == "pymc":
+        import pytensor
+
         from ..model.inspection import observed_values
 
         items += [{name: np.asarray(v) for name, v in observed_values(target.model).items()}]
-        items += [target.potentials, repr(target.mode_option)]
+        items += [{v.name: np.asarray(v.get_value()) for v in target.model.data_vars}]
+        graphs = [target._log_prior_1, target._log_lik_1]
+        items += [target.potentials, repr(target.mode_option), pytensor.printing.debugprint(graphs, file="str")]
     return items
 
 

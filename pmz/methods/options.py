@@ -138,13 +138,13 @@ def n_steps_per_temp(default: int):
 DEFAULT_CHUNKS = 8  # chunks of a run split for executor= or checkpoint= when n_chunks is not given
 
 
-def n_chunks(units: str, default_note: str = f"{DEFAULT_CHUNKS} with them"):
+def n_chunks(units: str, streams: str = "each with a random stream spawned from the seed by chunk index",
+             default_note: str = f"{DEFAULT_CHUNKS} with them"):
     """The one option that splits a run into independent chunks (pmz.methods.distribute), per family of methods."""
     return option(
         None,
-        f"split the run into this many chunks of {units}, each with a random stream spawned from the seed by chunk "
-        "index; the result depends on n_chunks, never on the executor or its workers (None: one piece without "
-        f"executor= or checkpoint=, {default_note})",
+        f"split the run into this many chunks of {units}, {streams}; the result depends on n_chunks, never on the "
+        f"executor or its workers (None: one piece without executor= or checkpoint=, {default_note})",
         optional_int(1),
     )
 
@@ -394,7 +394,10 @@ class SMCOptions(CommonOptions):
     )
     resample_threshold: float = option(0.8, "resample when ESS < threshold x particles", fraction(True))
     tune: bool = option(True, "tune the kernel's scale and step size from the particle cloud", boolean)
-    n_chunks: object = n_chunks("runs (any grouping gives the same bits)", "one run per chunk with them")
+    n_chunks: object = n_chunks(
+        "consecutive runs", "each run on the stream it has without chunks (so any grouping gives the same bits)",
+        "one run per chunk with them",
+    )
     chunk_timeout: object = chunk_timeout()
 
 
