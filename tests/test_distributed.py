@@ -292,6 +292,21 @@ def test_ctrl_c_in_process_returns_the_finished_chunks(system, monkeypatch):
     assert res["work"].sizes["path"] == 32 and res["work"].sizes["reverse_path"] == 32
 
 
+def test_resampled_reverse_starts_wait_for_the_forward_chunks(system):
+    """Reverse starts resampled from the forward run: the forward chunks first, then the reverse ones (same bits on
+    a thread pool, whose workers rebuild the model from the payload as a process would)."""
+    options = dict(RUNS["bar"], reverse_start="resample")
+    here = pmz.evidence(system.model, method="bar", random_seed=SEED, progressbar=False, **options)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        there = pmz.evidence(system.model, method="bar", random_seed=SEED, progressbar=False, executor=pool,
+                             chunk_timeout=TIMEOUT, **options)
+    assert_same_bits(here, there)
+    assert str(there["work"].attrs["reverse_start"]) == "resample"
+    with pytest.raises(KeyboardInterrupt, match="before any reverse chunk"):  # no reverse path without all forward
+        pmz.evidence(system.model, method="bar", random_seed=SEED, progressbar=False, executor=InterruptAfter(2),
+                     **options)
+
+
 def test_interrupted_before_any_chunk_raises(system):
     with pytest.raises(KeyboardInterrupt):
         _evidence(system, "smc", executor=InterruptAfter(0))
