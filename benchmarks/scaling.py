@@ -175,7 +175,8 @@ def table(case):
         lines.append(
             f"| {r['run']} | {r['wall']:.1f} | {speed:.2f} | {speed / workers:.2f} | "
             f"{r['wall_time'] - r['chunk_wall_time']:.1f} | {r['worker_compile_time']:.1f} | {r['sampling_time']:.1f} "
-            f"| {cpu_share:.2f} | {r['chunks_total']} | {int(r['payload_bytes'])} | {r['chunk_bytes']:.0f} | {r['result_bytes']:.0f} | "
+            f"| {cpu_share:.2f} | {r['chunks_total']} | {int(r['payload_bytes'])} | {r['chunk_bytes']:.0f} | "
+            f"{r['result_bytes']:.0f} | "
             f"{r.get('same_bits', '(reference)')} |"
         )
     return "\n".join(lines)
