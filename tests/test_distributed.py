@@ -307,6 +307,19 @@ def test_resampled_reverse_starts_wait_for_the_forward_chunks(system):
                      **options)
 
 
+class NeverFinishes(concurrent.futures.Executor):
+    """An executor whose chunks never finish (a cluster that stopped answering)."""
+
+    def submit(self, fn, *args, **kwargs):
+        return concurrent.futures.Future()
+
+
+def test_chunk_timeout_stops_waiting(system):
+    with pytest.raises(TimeoutError, match="no chunk finished in 0.5 s"):
+        pmz.evidence(system.model, method="smc", n_particles=100, n_runs=2, random_seed=1, progressbar=False,
+                     executor=NeverFinishes(), chunk_timeout=0.5)
+
+
 def test_interrupted_before_any_chunk_raises(system):
     with pytest.raises(KeyboardInterrupt):
         _evidence(system, "smc", executor=InterruptAfter(0))
