@@ -27,6 +27,7 @@ and a call with the same arguments takes the chunks it finds there instead of ru
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import io
 import os
@@ -88,24 +89,28 @@ def executor_name(executor) -> str:
 _COMPILED: OrderedDict = OrderedDict()  # (model token, thread) -> CompiledModel rebuilt in this process
 _CACHE_SIZE = 4
 _CACHE_LOCK = threading.Lock()
+_BUILD_LOCK = threading.RLock()  # one build at a time per process: PyTensor's graph rewriting is not thread-safe
 
 
-def _cached(cache, key, build):
+def _cached(cache, key, build, *, fresh=False):
     """``cache[key]``, built by ``build()`` when missing; the least recently used entries beyond
     :data:`_CACHE_SIZE` are dropped. Keys carry the thread: a compiled function is not safe to share between
-    threads."""
+    threads. Builds (unpickling, compiling) run one at a time in a process: two threads rewriting PyTensor graphs at
+    once can compile different (equally valid) graphs, whose results differ in the last bits. ``fresh=True``:
+    return ``(value, built)``, ``built`` telling whether it was built now."""
     key = (key, threading.get_ident())
     with _CACHE_LOCK:
         value = cache.get(key)
         if value is not None:
             cache.move_to_end(key)
-            return value
-    value = build()
+            return (value, False) if fresh else value
+    with _BUILD_LOCK:
+        value = build()
     with _CACHE_LOCK:
         cache[key] = value
         while len(cache) > _CACHE_SIZE:
             cache.popitem(last=False)
-    return value
+    return (value, True) if fresh else value
 
 
 def _compiled_model(token: str, blob: bytes) -> CompiledModel:
@@ -173,11 +178,11 @@ def run_chunk(token: str, payload: bytes, fn, arguments: dict, blas_threads) -> 
     """Run one chunk on a worker: ``fn(**context, **arguments)``, the payload's ``(target, context)`` unpickled and
     compiled once per worker process and thread (a compiled function is not safe to call from two threads)."""
     t0, cpu0 = time.perf_counter(), time.process_time()
-    target, context = _cached(_PAYLOADS, token, lambda: pickle.loads(payload))
+    (target, context), first = _cached(_PAYLOADS, token, lambda: pickle.loads(payload), fresh=True)
     compile0 = _compile_seconds(target)
     t1 = time.perf_counter()
-    with blas_thread_limit(blas_threads):
-        record = fn(**context, **arguments)
+    with blas_thread_limit(blas_threads), (_BUILD_LOCK if first else contextlib.nullcontext()):
+        record = fn(**context, **arguments)  # a thread's first chunk compiles (lazily): one at a time
     elapsed = time.perf_counter() - t1
     compiled = _compile_seconds(target) - compile0
     return ChunkOutput(
