@@ -11,6 +11,8 @@ import pymc as pm
 
 from .estimators.reliability import assess
 from .methods.checks import check_start, n_start, prior_normalisation_note, with_draws_check
+from .methods.checkpoint import run_fingerprint
+from .methods.distribute import ChunkRunner, executor_name
 from .methods.inputs import pymc_model, seed_label, seeded_streams
 from .methods.options import RENAMED, CommonOptions, option_values, options_table
 from .methods.setup import compiled_model, make_family, make_kernel
@@ -49,7 +51,15 @@ def build_options(method: str, options: dict, config=None):
 
 
 def evidence(
-    model=None, *, method: str = DEFAULT_METHOD, random_seed=None, progressbar: bool = True, config=None, **options
+    model=None,
+    *,
+    method: str = DEFAULT_METHOD,
+    random_seed=None,
+    progressbar: bool = True,
+    executor=None,
+    checkpoint=None,
+    config=None,
+    **options,
 ) -> EvidenceResult:
     """Estimate the log evidence (log marginal likelihood) of a PyMC model, or log Z of an energy model.
 
@@ -77,6 +87,16 @@ def evidence(
         ``numpy.random.SeedSequence`` or ``numpy.random.Generator``; not the legacy ``RandomState``.
     progressbar : bool
         Show a progress bar.
+    executor : dask.distributed.Client or concurrent.futures.Executor, optional
+        Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs, each on a random
+        stream spawned from the seed by chunk index; 8 chunks unless ``n_chunks`` says otherwise, one per run for
+        SMC): the result is the same bits for any number of workers, and the same as ``executor=None`` with the
+        same ``n_chunks``. Each worker compiles the model once (:mod:`pmz.methods.distribute`). Methods that can be
+        split: ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
+    checkpoint : str or os.PathLike, optional
+        A netCDF file that keeps every finished chunk; a call with the same arguments (and ``random_seed``)
+        resumes from it. Ctrl-C during a chunked run returns the finished chunks' result, flagged partial
+        (``res.run_attrs["partial"]``) and unreliable.
     config : option set, optional
         The method's options as one object (:mod:`pmz.methods.options`, e.g. ``TwoWayOptions(n_paths=1024)`` for
         ``method="bar"``); keywords given as well override its fields.
@@ -111,6 +131,13 @@ def evidence(
         method = "bar"
     options = build_options(method, options, config)
     spec = METHODS[method]
+    executor_name(executor)  # a clear error for anything that is not an executor
+    chunked = executor is not None or checkpoint is not None or getattr(options, "n_chunks", None) is not None
+    if chunked and not spec.chunked:
+        can = sorted(name for name, m in METHODS.items() if m.chunked)
+        raise ValueError(
+            f"pmz: method {method!r} cannot be split into chunks (executor=, checkpoint=); the methods that can: {can}"
+        )
     t0 = time.perf_counter()
     check_rng, run_rng, estimate_rng, result_rng = seeded_streams(random_seed, 4)
 
@@ -127,10 +154,24 @@ def evidence(
                 check_start(family, kernel, target, check_rng, n_start(options))
                 prior_diagnostics, prior_warning = prior_normalisation_note(family, target, check_rng, method)
 
-        record = spec.run(family, kernel, options, run_rng, progressbar, target)
+        chunks = None
+        if chunked:
+            chunks = ChunkRunner(
+                executor=executor,
+                checkpoint=checkpoint,
+                fingerprint=run_fingerprint(method, options, random_seed, target),
+                progressbar=progressbar,
+                timeout=options.chunk_timeout,
+                blas_threads=options.blas_threads,
+            )
+            record = spec.run(family, kernel, options, run_rng, progressbar, target, chunks=chunks)
+        else:
+            record = spec.run(family, kernel, options, run_rng, progressbar, target)
         estimate = spec.estimate(record, options, estimate_rng)
         estimate = with_draws_check(estimate, record)
         estimate = assess(estimate, record)  # pmz.estimators.reliability: reliable flag, reason and an honest se
+        if chunks is not None and chunks.partial:
+            estimate = _partial(estimate, chunks)
     if prior_warning:
         estimate = replace(
             estimate,
@@ -149,12 +190,13 @@ def evidence(
         "family": "none" if family is None else family.name,
         "kernel": "none" if kernel is None else kernel.name,
         "dim": target.dim,
-        "n_logp_evals": evals.n_logp_evals,
-        "n_grad_evals": evals.n_grad_evals,
+        "n_logp_evals": evals.n_logp_evals + (chunks.outside_logp_evals if chunks else 0),
+        "n_grad_evals": evals.n_grad_evals + (chunks.outside_grad_evals if chunks else 0),
         "wall_time": time.perf_counter() - t0,
         "compile_time": _compile_seconds(target) - compile0,
         "backend": getattr(target, "backend", "numpy"),
         **_versions(),
+        **(chunks.attrs() if chunks else {}),
     }
     posterior_draws = None
     if getattr(record, "posterior_x", None) is not None:  # auto: its equally weighted posterior draws, model names
@@ -165,6 +207,19 @@ def evidence(
     return make_result(
         estimate, record=record, particles=particles, attrs=attrs, rng=result_rng, posterior_draws=posterior_draws
     )
+
+
+def _partial(estimate, chunks):
+    """An interrupted chunked run: the estimate of the finished chunks, unreliable, with a reason and a warning."""
+    reason = (
+        f"PARTIAL RESULT: interrupted with {chunks.n_done} of {chunks.n_tasks} chunks finished; log Z and its se "
+        "come from those chunks only"
+    )
+    if chunks.checkpoint is not None:
+        reason += f" (the same call resumes from the checkpoint {chunks.checkpoint.path})"
+    reasons = "; ".join(r for r in (reason, estimate.reliability_reason) if r)
+    warnings = [f"pmz: {reason}", *estimate.warnings]
+    return replace(estimate, reliable=False, reliability_reason=reasons, warnings=warnings)
 
 
 def _options_doc() -> str:

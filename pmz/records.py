@@ -47,6 +47,9 @@ class WorkRecord:
         Effective sample size ``(sum w)^2 / sum w^2`` of the running weights after each temperature
         ("on-the-fly ESS" along the path); ``ess_path[-1]`` is the ESS of the final weights. Indexed by the
         number of increments made, so for a reverse run ``ess_path[i]`` is after ``b_K .. b_{K-i}``.
+    log_sum_w, log_sum_w2 : ndarray or None, shape (K + 1,)
+        ``log sum w`` and ``log sum w^2`` over the paths at the same points (``ess_path = exp(2 log_sum_w -
+        log_sum_w2)``): the sums that pool runs of disjoint sets of paths exactly (:mod:`pmz.runners.chunks`).
     final_x : ndarray or None, shape (n_paths, dim)
         Final particle positions in the flat unconstrained space (weighted draws of p_1), if kept.
     n_logp_evals : int
@@ -71,6 +74,8 @@ class WorkRecord:
     n_logp_evals: int = 0
     n_grad_evals: int = 0
     tuning: dict = field(default_factory=dict)
+    log_sum_w: np.ndarray | None = None
+    log_sum_w2: np.ndarray | None = None
 
     def __post_init__(self):
         lw = np.asarray(self.log_weights, dtype=float)

@@ -4,6 +4,9 @@
 family and the kernel (:mod:`pmz.methods.setup`), then calls ``run(family, kernel, options, rng, progressbar,
 target) -> record`` (``target``: the CompiledModel or EnergyModel) and ``estimate(record, options, rng) ->
 EvidenceEstimate``. Adding a method is one runner or estimator, one option set and one line here.
+
+A method with ``chunked=True`` can be split into independent chunks (``n_chunks``, ``executor=``, ``checkpoint=``:
+:mod:`pmz.methods.distribute`); its ``run`` then also takes ``chunks=`` (the call's ChunkRunner).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Method:
     description: str = ""
     needs_kernel: bool = True
     check_start: bool = True  # evaluate the family's start draws before running (auto starts from its own points)
+    chunked: bool = False  # run(..., chunks=ChunkRunner) splits the run into chunks (pmz.methods.distribute)
 
     @property
     def defaults(self) -> dict:
@@ -50,15 +54,15 @@ class Method:
 
 
 def _tempering_run(name):
-    def run(family, kernel, options, rng, progressbar, target):
-        return run_tempering_method(family, kernel, options, rng, progressbar, target, method=name)
+    def run(family, kernel, options, rng, progressbar, target, chunks=None):
+        return run_tempering_method(family, kernel, options, rng, progressbar, target, method=name, chunks=chunks)
 
     return run
 
 
 def _smc_run(name):
-    def run(family, kernel, options, rng, progressbar, target):
-        return run_smc_method(family, kernel, options, rng, progressbar, target, method=name)
+    def run(family, kernel, options, rng, progressbar, target, chunks=None):
+        return run_smc_method(family, kernel, options, rng, progressbar, target, method=name, chunks=chunks)
 
     return run
 
@@ -72,12 +76,12 @@ METHODS: dict[str, Method] = {
     "auto": Method("auto", AutoOptions, run_auto, estimate_auto, _AUTO, check_start=False),
     "ais": Method(
         "ais", AnnealingOptions, run_forward_ais, estimate_jarzynski,
-        "forward annealed importance sampling (Jarzynski estimator)",
+        "forward annealed importance sampling (Jarzynski estimator)", chunked=True,
     ),
     **{
         name: Method(
             name, HistogramOptions if name == "histogram" else TwoWayOptions, run_two_way, two_way_estimator(name),
-            description,
+            description, chunked=True,
         )
         for name, description in TWO_WAY_DESCRIPTIONS.items()
     },
@@ -87,11 +91,17 @@ METHODS: dict[str, Method] = {
         needs_kernel=False,
     ),
     **{
-        name: Method(name, TemperingOptions, _tempering_run(name), tempering_estimator(name), description)
+        name: Method(
+            name, TemperingOptions, _tempering_run(name), tempering_estimator(name), description, chunked=True
+        )
         for name, description in TEMPERING_DESCRIPTIONS.items()
     },
-    "smc": Method("smc", SMCOptions, _smc_run("smc"), estimate_smc_method("smc"), smc_description("smc")),
-    "arm": Method("arm", ARMOptions, _smc_run("arm"), estimate_smc_method("arm"), smc_description("arm")),
+    "smc": Method(
+        "smc", SMCOptions, _smc_run("smc"), estimate_smc_method("smc"), smc_description("smc"), chunked=True
+    ),
+    "arm": Method(
+        "arm", ARMOptions, _smc_run("arm"), estimate_smc_method("arm"), smc_description("arm"), chunked=True
+    ),
 }
 
 DEFAULT_METHOD = "auto"

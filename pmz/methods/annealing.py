@@ -21,9 +21,12 @@ from ..estimators.histogram import histogram_posterior
 from ..estimators.jarzynski import jarzynski
 from ..estimators.raise_ import raise_estimate
 from ..estimators.reliability import reverse_start_phrase
+from ..records import BidirectionalRecord
 from ..runners.ais import run_ais
-from ..runners.bidirectional import run_bidirectional
+from ..runners.bidirectional import reverse_start_states, run_bidirectional, starts_need_forward
+from ..runners.chunks import merge_work, split
 from ..weights import ess
+from .distribute import Task
 from .schedule import setup_schedule
 
 __all__ = ["run_forward_ais", "estimate_jarzynski", "run_two_way", "two_way_estimator", "TWO_WAY_DESCRIPTIONS"]
@@ -38,8 +41,61 @@ def _annealing_setup(family, kernel, options, rng, progressbar):
     return schedule, params, tuning, run_rng
 
 
-def run_forward_ais(family, kernel, options, rng, progressbar, target=None):
+def _ais_context(family, kernel, schedule, params, options, tuning) -> dict:
+    """What every chunk of an annealing run shares (keyword arguments of :func:`pmz.runners.ais.run_ais`)."""
+    return dict(
+        family=family,
+        kernel=kernel,
+        schedule=schedule,
+        params=params,
+        n_steps_per_temp=options.n_steps_per_temp,
+        chunk_size=options.chunk_size,
+        progressbar=False,
+        tuning=tuning,
+    )
+
+
+def _ais_tasks(direction, n_paths, n_chunks, rng, *, starts=None, **arguments) -> list[Task]:
+    """The chunks of ``n_paths`` paths of one direction: consecutive groups of paths (and of their ``starts``),
+    chunk ``c`` on the ``c``-th stream spawned from ``rng``."""
+    sizes = split(n_paths, n_chunks)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    tasks = []
+    for c, (m, stream) in enumerate(zip(sizes, rng.spawn(len(sizes)))):
+        chunk = dict(n_paths=m, rng=stream, direction=direction, **arguments)
+        if starts is not None:
+            chunk["starts"] = starts[offsets[c] : offsets[c + 1]]
+        tasks.append(Task(f"{direction}-{c:04d}", chunk, work=float(m)))
+    return tasks
+
+
+def _pooled(done, tasks, tuning):
+    """The finished chunks of ``tasks`` pooled in chunk order (None when none finished)."""
+    records = [done[t.key] for t in tasks if t.key in done]
+    return merge_work(records, tuning=tuning) if records else None
+
+
+def _interleave(first, second):
+    """``first[0], second[0], first[1], ...``: chunks of both directions finish side by side (an interrupted run
+    then has some of each)."""
+    out = []
+    for i in range(max(len(first), len(second))):
+        out += first[i : i + 1] + second[i : i + 1]
+    return out
+
+
+def _nothing_finished(what: str):
+    raise KeyboardInterrupt(f"pmz: interrupted before any {what} chunk finished; nothing to estimate from")
+
+
+def run_forward_ais(family, kernel, options, rng, progressbar, target=None, chunks=None):
     schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    if chunks is not None:  # pmz.methods.distribute: groups of paths, each on its own stream
+        n_chunks = chunks.count(options.n_chunks, options.n_paths)
+        tasks = _ais_tasks("forward", options.n_paths, n_chunks, run_rng, keep_particles=options.keep_particles)
+        context = _ais_context(family, kernel, schedule, params, options, tuning)
+        forward = _pooled(chunks.run(run_ais, target, context, tasks, desc="AIS"), tasks, tuning)
+        return forward if forward is not None else _nothing_finished("forward")
     return run_ais(
         family,
         kernel,
@@ -68,8 +124,49 @@ def estimate_jarzynski(record, options, rng):
     return _with_schedule_diagnostics(jarzynski(record, rng=rng, n_bootstrap=options.n_bootstrap), record)
 
 
-def run_two_way(family, kernel, options, rng, progressbar, target):
+def _run_two_way_chunked(family, kernel, options, schedule, params, tuning, run_rng, progressbar, target, chunks):
+    """Forward and reverse paths in chunks (:func:`_ais_tasks`). Reverse starts that do not come from the forward
+    run (exact, HMC or the user's draws) are drawn first, so both directions' chunks run side by side; resampled
+    starts wait for the whole forward run."""
+    forward_rng, start_rng, reverse_rng = run_rng.spawn(3)
+    reverse_start = options.reverse_start if options.posterior is None else options.posterior
+    keep_forward = options.keep_particles or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
+    n_chunks = chunks.count(options.n_chunks, options.n_paths)
+    n_reverse = options.n_reverse or options.n_paths
+    context = _ais_context(family, kernel, schedule, params, options, tuning)
+    forward_tasks = _ais_tasks("forward", options.n_paths, n_chunks, forward_rng, keep_particles=keep_forward)
+    forward, two_phase = None, starts_need_forward(reverse_start, target)
+    if two_phase:
+        forward = _pooled(chunks.run(run_ais, target, context, forward_tasks, desc="forward"), forward_tasks, tuning)
+        if chunks.interrupted:
+            _nothing_finished("reverse")
+    starts, label, start_info = reverse_start_states(
+        reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar,
+        options.nuts_tune, options.reverse_burn,
+    )
+    reverse_tasks = _ais_tasks(
+        "reverse", starts.shape[0], min(n_chunks, starts.shape[0]), reverse_rng, starts=starts, keep_particles=False,
+        start_info=start_info,
+    )
+    if two_phase:
+        done = chunks.run(run_ais, target, context, reverse_tasks, desc="reverse")
+    else:
+        done = chunks.run(run_ais, target, context, _interleave(forward_tasks, reverse_tasks), desc="two-way")
+        forward = _pooled(done, forward_tasks, tuning)
+    reverse = _pooled(done, reverse_tasks, {**tuning, **start_info})
+    if forward is None:
+        _nothing_finished("forward")
+    if reverse is None:
+        _nothing_finished("reverse")
+    return BidirectionalRecord(forward, reverse, reverse_start=label)
+
+
+def run_two_way(family, kernel, options, rng, progressbar, target, chunks=None):
     schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    if chunks is not None:
+        return _run_two_way_chunked(
+            family, kernel, options, schedule, params, tuning, run_rng, progressbar, target, chunks
+        )
     return run_bidirectional(
         family,
         kernel,

@@ -61,6 +61,7 @@ __all__ = [
     "ARMOptions",
     "AutoOptions",
     "RENAMED",
+    "DEFAULT_CHUNKS",
 ]
 
 
@@ -131,6 +132,27 @@ def n_steps_per_temp(default: int):
         "kernel steps at each temperature (annealing: per path; tempering: per sweep at the chain's level; SMC: per "
         "stage and per ARM block)",
         positive_int,
+    )
+
+
+DEFAULT_CHUNKS = 8  # chunks of a run split for executor= or checkpoint= when n_chunks is not given
+
+
+def n_chunks(units: str, streams: str = "each with a random stream spawned from the seed by chunk index",
+             default_note: str = f"{DEFAULT_CHUNKS} with them"):
+    """The one option that splits a run into independent chunks (pmz.methods.distribute), per family of methods."""
+    return option(
+        None,
+        f"split the run into this many chunks of {units}, {streams}; the result depends on n_chunks, never on the "
+        f"executor or its workers (None: one piece without executor= or checkpoint=, {default_note})",
+        optional_int(1),
+    )
+
+
+def chunk_timeout():
+    return option(
+        None, "executor=: seconds to wait for the next chunk to finish before giving up (None: no limit)",
+        optional(positive_number),
     )
 
 
@@ -241,6 +263,8 @@ class AnnealingOptions(ScheduleOptions):
         optional_int(1),
     )
     n_bootstrap: int = option(1000, "bootstrap resamples of the paths for the error bar", non_negative_int)
+    n_chunks: object = n_chunks("paths (each direction)")
+    chunk_timeout: object = chunk_timeout()
 
 
 def _strategy_only(name, value):
@@ -337,6 +361,8 @@ class TemperingOptions(ScheduleOptions):
     wl_gamma0: float = option(1.0, "Wang-Landau's first gain", positive_number)
     wl_flatness: float = option(0.2, "Wang-Landau's flatness criterion for halving the gain", fraction(False))
     wl_update: str = option("rb", "Wang-Landau update from 'rb' (q(beta_k | x)) or 'counts'", one_of(*WL_UPDATES))
+    n_chunks: object = n_chunks("chains (the long run, after the initial iterations, with frozen level weights)")
+    chunk_timeout: object = chunk_timeout()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -368,6 +394,11 @@ class SMCOptions(CommonOptions):
     )
     resample_threshold: float = option(0.8, "resample when ESS < threshold x particles", fraction(True))
     tune: bool = option(True, "tune the kernel's scale and step size from the particle cloud", boolean)
+    n_chunks: object = n_chunks(
+        "consecutive runs", "each run on the stream it has without chunks (so any grouping gives the same bits)",
+        "one run per chunk with them",
+    )
+    chunk_timeout: object = chunk_timeout()
 
 
 def _sequence(value):

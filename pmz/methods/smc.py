@@ -8,19 +8,27 @@ resample-move, Fraccaro, Paquet & Winther), over the sequence named by ``sequenc
   time or adaptively);
 * ``"units"`` (RBM energy models): the unit-by-unit sequence with the hidden units summed out (``unit_order``);
 * an :class:`~pmz.sequences.base.SMCSequence` object (e.g. :class:`~pmz.sequences.probit_gp.ProbitGPSequence`).
+
+With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.methods.distribute`) the runs are split into
+chunks of consecutive runs, each run on the stream the unsplit call gives it: the pooled record is the same bits as
+without chunks, however the runs are grouped.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..estimators.smc import smc_estimate
 from ..families.schedules import make_schedule
-from ..runners.smc import run_smc
+from ..runners.chunks import merge_smc, split
+from ..runners.smc import run_smc, smc_runs, smc_settings
 from ..sequences.base import SMCSequence
 from ..sequences.data import DataAnnealingSequence
 from ..sequences.rbm_units import RBMUnitSequence
 from ..sequences.tempering import TemperingSequence
+from .distribute import Task
 
 __all__ = ["ARM_VARIANTS", "build_sequence", "run_smc_method", "estimate_smc_method"]
 
@@ -62,7 +70,24 @@ def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
     return RBMUnitSequence.from_energy_model(target, order=options.unit_order, rng=rng)
 
 
-def run_smc_method(family, kernel, options, rng, progressbar, target, *, method):
+def _runs_chunked(sequence, settings, options, run_rng, target, chunks, method):
+    """The runs in chunks of consecutive runs on the streams :func:`run_smc` would give them; pooled in run order."""
+    streams = run_rng.spawn(options.n_runs)
+    sizes = split(options.n_runs, chunks.count(options.n_chunks, options.n_runs, default=options.n_runs))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    tasks = [
+        Task(f"runs-{c:04d}", dict(streams=streams[offsets[c] : offsets[c + 1]], first_run=int(offsets[c])), float(m))
+        for c, m in enumerate(sizes)
+    ]
+    context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles)
+    done = chunks.run(smc_runs, target, context, tasks, desc=method.upper())
+    records = [done[t.key] for t in tasks if t.key in done]
+    if not records:
+        raise KeyboardInterrupt("pmz: interrupted before any SMC run finished; nothing to estimate from")
+    return merge_smc(records)
+
+
+def run_smc_method(family, kernel, options, rng, progressbar, target, *, method, chunks=None):
     """Build the sequence and run ``n_runs`` SMC (``method="smc"``) or ARM runs; returns the SMCRecord."""
     order_rng, run_rng = rng.spawn(2)
     sequence = build_sequence(family, kernel, options, order_rng, target)
@@ -73,6 +98,17 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method)
             k: getattr(options, k)
             for k in ("gamma_threshold", "gamma_relative_to", "max_generate", "min_reseed", "reseed_steps")
         }
+    if chunks is not None:
+        settings = smc_settings(
+            n_particles=options.n_particles,
+            algorithm=algorithm,
+            n_steps_per_temp=options.n_steps_per_temp,
+            resampling=options.resampling,
+            resample_threshold=options.resample_threshold,
+            tune=options.tune,
+            **arm,
+        )
+        return _runs_chunked(sequence, settings, options, run_rng, target, chunks, method)
     return run_smc(
         sequence,
         rng=run_rng,

@@ -10,6 +10,11 @@ Pipeline (RTS sections 2.4-2.5; CAST section 5):
 4. the initial iterations of RTS (``n_initial`` short runs of ``initial_sweeps`` sweeps with RTS updates, stopped
    once ``max_k |r_k - c_hat_k| < 0.1 / K``);
 5. the long run of ``n_sweeps`` sweeps with frozen guesses, recorded as a TemperingTrace.
+
+With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.methods.distribute`) steps 1-4 run here and the
+long run's chains are split into chunks: each chunk continues its chains from the initial iterations' last states
+with the frozen guesses, on a stream spawned by chunk index, and :func:`pmz.runners.chunks.merge_traces` adds the
+chunks' batch sums (and joins MBAR's samples) into the trace one run of all chains would record.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from ..estimators.mbar import mbar_tempering
 from ..estimators.rts import rts, rts_combine, ts
 from ..estimators.ti import TI_RULES, ti, ti_rb
 from ..model.target import count_evaluations
+from .distribute import Task
 from .schedule import setup_schedule
+from ..runners.chunks import merge_traces, split
 from ..runners.tempering import adapt_log_zhat, run_tempering
 from ..runners.wang_landau import run_wang_landau
 
@@ -54,7 +61,29 @@ def _initial_guess(init, tuned, betas):
     return guess - guess[0]
 
 
-def run_tempering_method(family, kernel, options, rng, progressbar, target, *, method):
+def _long_run_chunked(chunks, target, context, n_chains, n_chunks, rng, x, levels, method):
+    """The long run's chains in chunks of consecutive chains (their start states and levels with them), chunk
+    ``c`` on the ``c``-th stream spawned from ``rng``; the chunks' traces merged (None when none finished)."""
+    sizes = split(n_chains, n_chunks)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    tasks = []
+    for c, (m, stream) in enumerate(zip(sizes, rng.spawn(len(sizes)))):
+        part = slice(offsets[c], offsets[c + 1])
+        chunk = dict(
+            rng=stream,
+            n_chains=m,
+            start_x=None if x is None else x[part],
+            start_levels=None if levels is None else levels[part],
+        )
+        tasks.append(Task(f"chains-{c:04d}", chunk, work=float(m)))
+    done = chunks.run(run_tempering, target, context, tasks, desc=method)
+    traces = [done[t.key] for t in tasks if t.key in done]
+    if not traces:
+        raise KeyboardInterrupt("pmz: interrupted before any tempering chunk finished; nothing to estimate from")
+    return merge_traces(traces)
+
+
+def run_tempering_method(family, kernel, options, rng, progressbar, target, *, method, chunks=None):
     """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
     init = "wang_landau" if method == "wang_landau" else options.init
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
@@ -99,22 +128,26 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
             progressbar=progressbar,
             **common,
         )
-    trace = run_tempering(
-        family,
-        kernel,
-        betas,
-        params,
+    long_run = dict(
         log_zhat=log_zhat,
-        rng=run_rng,
         n_sweeps=options.n_sweeps,
-        start_x=x,
-        start_levels=levels,
         n_batches=options.n_batches,
         store_draws=options.store_draws or method == "mbar",
-        progressbar=progressbar,
         desc=method,
-        **common,
     )
+    if chunks is None:
+        trace = run_tempering(
+            family, kernel, betas, params, rng=run_rng, start_x=x, start_levels=levels, progressbar=progressbar,
+            **long_run, **common,
+        )
+        logp_evals, grad_evals = evals.n_logp_evals, evals.n_grad_evals
+    else:
+        before = evals.n_logp_evals, evals.n_grad_evals  # the chunks count their own (here or on a worker)
+        n_chunks = chunks.count(options.n_chunks, options.n_chains)
+        context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=False, **long_run,
+                       level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp)
+        trace = _long_run_chunked(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
+        logp_evals, grad_evals = before[0] + trace.n_logp_evals, before[1] + trace.n_grad_evals
     tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
     stage_fields = {}
     if stages:
@@ -126,8 +159,8 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     return replace(
         trace,
         wang_landau=wang_landau,
-        n_logp_evals=evals.n_logp_evals,
-        n_grad_evals=evals.n_grad_evals,
+        n_logp_evals=logp_evals,
+        n_grad_evals=grad_evals,
         tuning=tuning,
         **stage_fields,
     )

@@ -106,6 +106,7 @@ class CompiledModel:
             )
         self.model = model
         self.potentials = potentials
+        self.mode_option = mode  # as given: a process that rebuilds this model compiles it the same way
         self.mode = resolve_mode(mode)
         self.backend = backend_name(self.mode)
         self.compile_clock = CompileClock()

@@ -216,4 +216,6 @@ def run_ais(
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
         tuning={**(tuning or {}), **(start_info or {})},
+        log_sum_w=lse_w,
+        log_sum_w2=lse_w2,
     )

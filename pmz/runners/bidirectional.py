@@ -39,7 +39,7 @@ from .starts import (
     resampled_starts,
 )
 
-__all__ = ["run_bidirectional", "REVERSE_STARTS"]
+__all__ = ["run_bidirectional", "reverse_start_states", "starts_need_forward", "REVERSE_STARTS"]
 
 REVERSE_STARTS = ("auto", "hmc", "nuts", "resample")
 
@@ -84,6 +84,33 @@ def _reverse_starts(
         )
     X_all, chain = posterior_to_flat(target, reverse_start, option="posterior")
     return _thin(X_all, n), "posterior", (X_all, chain)
+
+
+def starts_need_forward(reverse_start, target) -> bool:
+    """Whether the reverse starts of ``reverse_start`` are made from the forward run (``"resample"``, and
+    ``"auto"`` where no exact or HMC draws exist): then the reverse paths can only start once it has finished."""
+    if not isinstance(reverse_start, str):
+        return False
+    if reverse_start == "auto":
+        if target.kind == "energy":
+            return target.sample_target is None
+        return bool(target.layout.discrete_mask.any())
+    return reverse_start == "resample"
+
+
+def reverse_start_states(
+    reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
+):
+    """``(starts, label, start_info)``: the reverse run's start states (see the module docstring), the label the
+    record keeps, and the description its ``tuning`` keeps (where the user's draws were checked against this
+    model, the check's findings). ``forward`` may be None unless :func:`starts_need_forward`."""
+    starts, label, given = _reverse_starts(
+        reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
+    )
+    start_info = {"reverse_start": label}
+    if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
+        start_info.update(check_draws(target, *given, rng.spawn(1)[0], option="posterior"))
+    return starts, label, start_info
 
 
 def _thin(X, n: int) -> np.ndarray:
@@ -137,13 +164,10 @@ def run_bidirectional(
     forward = run_ais(
         family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_particles=keep_forward, **common
     )
-    starts, label, given = _reverse_starts(
+    starts, label, start_info = reverse_start_states(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, nuts_tune,
         reverse_burn,
     )
-    start_info = {"reverse_start": label}
-    if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
-        start_info.update(check_draws(target, *given, start_rng.spawn(1)[0], option="posterior"))
     reverse = run_ais(
         family,
         kernel,

@@ -15,28 +15,12 @@ import numpy as np
 from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import SMCRecord
-from ..weights import logsumexp, normalized_log_weights
+from ..weights import normalized_log_weights
+from .chunks import SMC_COLUMNS, merge_smc
 from .resampling import RESAMPLING_SCHEMES
 from .smc_stage import ALGORITHMS, SMCSettings, smc_init, smc_stage
 
-__all__ = ["ALGORITHMS", "run_smc"]
-
-_FIELDS = (
-    "log_increment",
-    "run",
-    "position",
-    "position_from",
-    "n_particles",
-    "ess",
-    "ess_start",
-    "gamma",
-    "gamma_initial",
-    "n_generate",
-    "acceptance",
-    "step_size",
-    "n_moves",
-    "resampled",
-)
+__all__ = ["ALGORITHMS", "run_smc", "smc_runs", "smc_settings"]
 
 
 def _one_run(sequence, rng, settings: SMCSettings, *, run, rows, bar, max_stages):
@@ -49,7 +33,7 @@ def _one_run(sequence, rng, settings: SMCSettings, *, run, rows, bar, max_stages
         if not t_new > t:
             raise RuntimeError(f"pmz: the sequence did not advance from position {t} (next {t_new})")
         state, info = smc_stage(rng, state, t_new, sequence, settings)
-        rows.append({name: run if name == "run" else getattr(info, name) for name in _FIELDS})
+        rows.append({name: run if name == "run" else getattr(info, name) for name in SMC_COLUMNS})
         bar.update(t_new - t)
     else:
         raise RuntimeError(f"pmz: SMC did not reach the end of the sequence in {max_stages} stages (at {state.t})")
@@ -107,6 +91,49 @@ def run_smc(
     keep_particles : bool
         Keep every run's final particles in the record (with log weights that pool the runs).
     """
+    settings = smc_settings(
+        n_particles=n_particles,
+        algorithm=algorithm,
+        n_steps_per_temp=n_steps_per_temp,
+        resampling=resampling,
+        resample_threshold=resample_threshold,
+        gamma_threshold=gamma_threshold,
+        gamma_relative_to=gamma_relative_to,
+        max_generate=max_generate,
+        min_reseed=min_reseed,
+        reseed_steps=reseed_steps,
+        tune=tune,
+    )
+    n_runs = int(n_runs)
+    if n_runs < 1:
+        raise ValueError(f"pmz: need n_runs >= 1, got {n_runs}")
+    span = float(sequence.t_end - sequence.t_start)
+    desc = "ARM" if algorithm != "rm" else "SMC"
+    with progress_bar(
+        total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
+    ) as bar:
+        record = smc_runs(
+            sequence, rng.spawn(n_runs), settings, keep_particles=keep_particles, bar=bar, max_stages=max_stages
+        )
+    return merge_smc([record])
+
+
+def smc_settings(
+    *,
+    n_particles: int,
+    algorithm: str = "rm",
+    n_steps_per_temp: int = 5,
+    resampling: str = "systematic",
+    resample_threshold: float = 0.8,
+    gamma_threshold: float = 0.7,
+    gamma_relative_to: str = "pool",
+    max_generate: int = 10,
+    min_reseed: int = 100,
+    reseed_steps: int = 20,
+    tune: bool = True,
+) -> SMCSettings:
+    """The :class:`SMCSettings` of :func:`run_smc`'s options (same defaults), checked: clear errors for values out
+    of range."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"pmz: unknown SMC algorithm {algorithm!r}; choose one of {ALGORITHMS}")
     if resampling not in RESAMPLING_SCHEMES:
@@ -117,10 +144,14 @@ def run_smc(
         raise ValueError(f"pmz: gamma_threshold must lie in (0, 1], got {gamma_threshold!r}")
     if gamma_relative_to not in ("pool", "base"):
         raise ValueError(f"pmz: gamma_relative_to must be 'pool' or 'base', got {gamma_relative_to!r}")
-    R, n_runs = int(n_particles), int(n_runs)
-    if R < 2 or n_runs < 1:
-        raise ValueError(f"pmz: need n_particles >= 2 and n_runs >= 1, got {R} and {n_runs}")
-    opts = dict(
+    if int(n_particles) < 2:
+        raise ValueError(f"pmz: need n_particles >= 2, got {n_particles}")
+    return SMCSettings(
+        int(n_particles),
+        algorithm,
+        int(n_steps_per_temp),
+        bool(tune),
+        1.0,
         resampling=resampling,
         resample_threshold=float(resample_threshold),
         gamma_threshold=float(gamma_threshold),
@@ -129,30 +160,65 @@ def run_smc(
         min_reseed=int(min_reseed),
         reseed_steps=int(reseed_steps),
     )
-    settings = SMCSettings(R, algorithm, int(n_steps_per_temp), bool(tune), 1.0, **opts)
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def set_postfix_str(self, text, refresh=True):
+        pass
+
+
+def smc_runs(
+    sequence,
+    streams,
+    settings: SMCSettings,
+    *,
+    first_run: int = 0,
+    keep_particles: bool = True,
+    bar=None,
+    max_stages: int = 100_000,
+) -> SMCRecord:
+    """The runs of ``streams`` (one ``numpy.random.Generator`` each), numbered from ``first_run``: an SMCRecord
+    whose final log weights are each run's own (normalised within the run, plus the run's log Z), unpooled.
+
+    :func:`run_smc` makes all its runs here and pools them with :func:`pmz.runners.chunks.merge_smc`; a run split
+    into chunks (:mod:`pmz.methods.distribute`) makes each chunk's runs here, with the streams the whole run would
+    give them, so the pooled record is the same bits however the runs were grouped.
+    """
     evals = count_evaluations(sequence)
+    bar = _NoBar() if bar is None else bar
+    streams = list(streams)
     rows, finals = [], []
-    span = float(sequence.t_end - sequence.t_start)
-    desc = "ARM" if algorithm != "rm" else "SMC"
-    with progress_bar(
-        total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
-    ) as bar:
-        for run, stream in enumerate(rng.spawn(n_runs)):
-            bar.set_postfix_str(f"run {run + 1}/{n_runs}", refresh=False)
-            state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
-            finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
+    for i, stream in enumerate(streams):
+        run = int(first_run) + i
+        bar.set_postfix_str(f"run {i + 1}/{len(streams)}", refresh=False)
+        state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
+        finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
     final_x = final_log_w = None
     if keep_particles:
         final_x = np.concatenate([x for x, _ in finals])
         final_log_w = np.concatenate([lw for _, lw in finals])
-        final_log_w = final_log_w - logsumexp(final_log_w)
-    columns = {name: np.array([row[name] for row in rows]) for name in _FIELDS}
+    columns = {name: np.array([row[name] for row in rows]) for name in SMC_COLUMNS}
+    tuning = {
+        "resampling": settings.resampling,
+        "resample_threshold": settings.resample_threshold,
+        "gamma_threshold": settings.gamma_threshold,
+        "gamma_relative_to": settings.gamma_relative_to,
+        "max_generate": settings.max_generate,
+        "min_reseed": settings.min_reseed,
+        "reseed_steps": settings.reseed_steps,
+        "n_steps_per_temp": settings.n_steps_per_temp,
+        "tune": settings.tune,
+        **sequence.describe(),
+    }
     return SMCRecord(
         **columns,
         log_z0=float(sequence.log_z0),
-        n_runs=n_runs,
-        n_base_particles=R,
-        algorithm=algorithm,
+        n_runs=len(streams),
+        n_base_particles=settings.n_particles,
+        algorithm=settings.algorithm,
         sequence=sequence.name,
         label=sequence.label,
         kernel=sequence.kernel.name,
@@ -160,5 +226,5 @@ def run_smc(
         final_log_weights=final_log_w,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning={**opts, "n_steps_per_temp": int(n_steps_per_temp), "tune": bool(tune), **sequence.describe()},
+        tuning=tuning,
     )
