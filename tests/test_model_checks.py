@@ -356,9 +356,15 @@ def test_ctrl_c_inside_pmz_loops_raises(normal_mean, monkeypatch, method):
     for name in ("log_densities", "log_densities_once", "log_densities_and_grads", "log_densities_weighted",
                  "log_likelihood_terms"):
         monkeypatch.setattr(CompiledModel, name, interrupting(getattr(CompiledModel, name)))
+    # A process started in the background by a non-interactive shell (as .ci/run starts pytest) inherits SIGINT
+    # ignored; Ctrl-C in a terminal reaches Python's own handler, so that is the one this test puts in place.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     blas_before = [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()]
-    with pytest.raises(KeyboardInterrupt):
-        pmz.evidence(normal_mean, method=method, random_seed=3, progressbar=False, **SHORT_RUNS[method])
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pmz.evidence(normal_mean, method=method, random_seed=3, progressbar=False, **SHORT_RUNS[method])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert calls["n"] >= at_call
     assert [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()] == blas_before
 
