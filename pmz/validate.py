@@ -1,6 +1,8 @@
 """Checks of argument values, written once: each takes the argument's name and value, returns the value (an int
 for integers) or raises a ValueError that names the argument and what it must be. Used by pmz.evidence's option sets
 (:mod:`pmz.methods.options`), the runners and the step methods, so that one rule has one message everywhere.
+Option sets (pmz.evidence's and pmz.learn's) are frozen dataclasses declared with :func:`option` on
+:class:`CheckedOptions`, which runs each field's check once, on construction.
 
 >>> positive_int("n_paths", 64)
 64
@@ -12,6 +14,8 @@ ValueError: pmz: cess_target must be a number in (0, 1), got 1.0
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import field, fields
 from numbers import Integral, Real
 
 __all__ = [
@@ -26,6 +30,9 @@ __all__ = [
     "one_of",
     "boolean",
     "anything",
+    "option",
+    "CheckedOptions",
+    "option_values",
 ]
 
 
@@ -144,3 +151,36 @@ def boolean(name, value):
 
 def anything(name, value):
     return value
+
+
+# --------------------------------------------------------------------------
+# option sets: documented, checked fields
+# --------------------------------------------------------------------------
+
+
+def option(default, doc: str, check=anything):
+    """A documented, checked option field (keyword-only, with ``default``)."""
+    return field(default=default, metadata={"doc": doc, "check": check})
+
+
+class CheckedOptions:
+    """Base of a frozen option dataclass: runs every field's check once, on construction (``__post_init__``), and
+    stores the normalised value."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = f.metadata["check"](f.name, getattr(self, f.name))
+            object.__setattr__(self, f.name, value)
+        self._check_together()
+
+    def _check_together(self):
+        """Checks that involve several fields (none by default)."""
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def option_values(options) -> dict:
+    """``{name: value}`` of an option set, values as they are (not deep-copied like ``dataclasses.asdict``)."""
+    return {f.name: getattr(options, f.name) for f in fields(options)}

@@ -11,18 +11,19 @@ ValueError: pmz: momentum must be a number in [0.0, 1.0), got 1.5
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from ..runners.cast import SWAP_RULES
 from ..validate import (
-    anything,
+    CheckedOptions,
     boolean,
     fraction,
     interval,
     non_negative_int,
     one_of,
+    option,
+    option_values,
     optional,
     optional_int,
     positive_int,
@@ -47,64 +48,52 @@ def _seed(name, value):
     return value
 
 
-def _option(default, doc: str, check=anything):
-    return field(default=default, metadata={"doc": doc, "check": check})
-
-
 @dataclass(frozen=True, kw_only=True)
-class LearningOptions:
+class LearningOptions(CheckedOptions):
     """Settings of a learning run (see docs/learning.md for the formulas and the papers' values)."""
 
-    method: str = _option("pcd", "negative phase: 'pcd' (SAP), 'fpcd' (fast weights), 'cast' or 'cd' (RBMs)", _METHOD)
-    n_epochs: int = _option(
+    method: str = option("pcd", "negative phase: 'pcd' (SAP), 'fpcd' (fast weights), 'cast' or 'cd' (RBMs)", _METHOD)
+    n_epochs: int = option(
         100, "passes over the shuffled training data (0: return the initial model)", non_negative_int
     )
-    batch_size: int = _option(20, "data vectors per parameter update", positive_int)
-    learning_rate: float = _option(0.05, "initial learning rate lr0", positive_number)
-    learning_rate_schedule: str = _option(
+    batch_size: int = option(20, "data vectors per parameter update", positive_int)
+    learning_rate: float = option(0.05, "initial learning rate lr0", positive_number)
+    learning_rate_schedule: str = option(
         "linear", "'linear' (lr0 to final_learning_rate), 'inverse' (lr0 / (1 + t / tau)) or 'constant'",
         one_of(*LEARNING_RATE_SCHEDULES),
     )
-    final_learning_rate: float = _option(0.0, "learning rate at the last update ('linear')", _NON_NEGATIVE)
-    learning_rate_tau: object = _option(
+    final_learning_rate: float = option(0.0, "learning rate at the last update ('linear')", _NON_NEGATIVE)
+    learning_rate_tau: object = option(
         None, "'inverse': updates until the rate halves (None: a tenth of the updates)", optional(positive_number)
     )
-    momentum: float = _option(0.9, "momentum m of the parameter velocities", interval(0.0, 1.0))
-    momentum_warmup: int = _option(5, "epochs with momentum min(0.5, m) before m", non_negative_int)
-    weight_decay: float = _option(1e-4, "L2 penalty on the weights (not the biases)", _NON_NEGATIVE)
-    k: int = _option(1, "Gibbs sweeps of the negative-phase chains per update (CD-k)", positive_int)
-    n_chains: object = _option(
+    momentum: float = option(0.9, "momentum m of the parameter velocities", interval(0.0, 1.0))
+    momentum_warmup: int = option(5, "epochs with momentum min(0.5, m) before m", non_negative_int)
+    weight_decay: float = option(1e-4, "L2 penalty on the weights (not the biases)", _NON_NEGATIVE)
+    k: int = option(1, "Gibbs sweeps of the negative-phase chains per update (CD-k)", positive_int)
+    n_chains: object = option(
         None, "persistent chains (CAST: slow chains, as many fast ones); None: batch_size, CAST 50", optional_int(1)
     )
-    n_mean_field: int = _option(10, "DBMs: mean-field steps of the positive phase", positive_int)
-    fast_learning_rate: object = _option(
+    n_mean_field: int = option(10, "DBMs: mean-field steps of the positive phase", positive_int)
+    fast_learning_rate: object = option(
         None, "FPCD: learning rate of the fast weights (None: learning_rate)", optional(positive_number)
     )
-    fast_decay: float = _option(0.95, "FPCD: fast weights are multiplied by this after every update",
+    fast_decay: float = option(0.95, "FPCD: fast weights are multiplied by this after every update",
                                 interval(0.0, 1.0))
-    beta_min: float = _option(0.9, "CAST: lowest inverse temperature of the fast chains' ladder", interval(0.0, 1.0))
-    n_temps: int = _option(19, "CAST: levels above beta_min (n_temps + 1 in all, uniform in [beta_min, 1])",
+    beta_min: float = option(0.9, "CAST: lowest inverse temperature of the fast chains' ladder", interval(0.0, 1.0))
+    n_temps: int = option(19, "CAST: levels above beta_min (n_temps + 1 in all, uniform in [beta_min, 1])",
                            positive_int)
-    swap_interval: int = _option(50, "CAST: updates between swaps of fast into slow chains", positive_int)
-    swap: str = _option("last", "CAST: swap rule of pmz.runners.cast ('last' or 'exchange')", one_of(*SWAP_RULES))
-    wl_gamma0: float = _option(1.0, "CAST: Wang-Landau's first gain", positive_number)
-    wl_flatness: float = _option(0.2, "CAST: Wang-Landau's flatness criterion for halving the gain", fraction(False))
-    init_scale: float = _option(0.01, "initial weights N(0, init_scale^2); visible biases at the data logits",
+    swap_interval: int = option(50, "CAST: updates between swaps of fast into slow chains", positive_int)
+    swap: str = option("last", "CAST: swap rule of pmz.runners.cast ('last' or 'exchange')", one_of(*SWAP_RULES))
+    wl_gamma0: float = option(1.0, "CAST: Wang-Landau's first gain", positive_number)
+    wl_flatness: float = option(0.2, "CAST: Wang-Landau's flatness criterion for halving the gain", fraction(False))
+    init_scale: float = option(0.01, "initial weights N(0, init_scale^2); visible biases at the data logits",
                                 _NON_NEGATIVE)
-    callback_every: object = _option(None, "updates between callback calls (None: once per epoch)", optional_int(1))
-    random_seed: object = _option(0, "seed of every random stream (same seed, same bits)", _seed)
-    progressbar: bool = _option(True, "show a progress bar", boolean)
-
-    def __post_init__(self):
-        for f in fields(self):
-            object.__setattr__(self, f.name, f.metadata["check"](f.name, getattr(self, f.name)))
-
-    def replace(self, **changes) -> "LearningOptions":
-        """A copy with ``changes`` (checked again)."""
-        return dataclasses.replace(self, **changes)
+    callback_every: object = option(None, "updates between callback calls (None: once per epoch)", optional_int(1))
+    random_seed: object = option(0, "seed of every random stream (same seed, same bits)", _seed)
+    progressbar: bool = option(True, "show a progress bar", boolean)
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return option_values(self)
 
     @property
     def chains(self) -> int:

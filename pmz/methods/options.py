@@ -21,8 +21,7 @@ Families (a subclass accepts its parent's options):
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from ..estimators.ti import TI_RULES
 from ..families.schedules import SCHEDULES, validate_schedule
@@ -33,12 +32,14 @@ from ..runners.resampling import RESAMPLING_SCHEMES
 from ..runners.wang_landau import WL_UPDATES
 from ..threads import DEFAULT_BLAS_THREADS, check_blas_threads
 from ..validate import (
-    anything,
+    CheckedOptions,
     at_least_two,
     boolean,
     fraction,
     non_negative_int,
     one_of,
+    option,
+    option_values,
     optional,
     optional_int,
     positive_int,
@@ -47,6 +48,7 @@ from ..validate import (
 
 __all__ = [
     "option",
+    "option_values",
     "override",
     "option_values",
     "options_table",
@@ -70,37 +72,10 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
-def option(default, doc: str, check=anything):
-    """A documented, checked option field (keyword-only, with ``default``)."""
-    return field(default=default, metadata={"doc": doc, "check": check})
-
-
 def override(cls, name: str, default, doc: str | None = None):
     """Re-declare ``cls``'s option ``name`` with a new default (same check; same doc unless given)."""
     base = cls.__dataclass_fields__[name]
     return option(default, doc or base.metadata["doc"], base.metadata["check"])
-
-
-class _Checked:
-    """Runs every field's check once, on construction (``__post_init__``), and stores the normalised value."""
-
-    def __post_init__(self):
-        for f in fields(self):
-            value = f.metadata["check"](f.name, getattr(self, f.name))
-            object.__setattr__(self, f.name, value)
-        self._check_together()
-
-    def _check_together(self):
-        """Checks that involve several fields (none by default)."""
-
-    def replace(self, **changes):
-        """A copy with ``changes`` (checked again)."""
-        return dataclasses.replace(self, **changes)
-
-
-def option_values(options) -> dict:
-    """``{name: value}`` of an option set, values as they are (not deep-copied like ``dataclasses.asdict``)."""
-    return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
 def options_table(cls, *, exclude: type | None = None, width: int = 112, indent: str = "") -> str:
@@ -179,7 +154,7 @@ def _kernel(name, value):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CommonOptions(_Checked):
+class CommonOptions(CheckedOptions):
     """Options every method accepts: compilation, reference, kernel and what the result keeps."""
 
     reference: object = option(
