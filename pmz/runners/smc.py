@@ -44,71 +44,34 @@ def run_smc(
     sequence,
     *,
     rng: np.random.Generator,
-    n_particles: int = 1000,
     n_runs: int = 4,
-    algorithm: str = "rm",
-    n_steps_per_temp: int = 5,
-    resampling: str = "systematic",
-    resample_threshold: float = 0.8,
-    gamma_threshold: float = 0.7,
-    gamma_relative_to: str = "pool",
-    max_generate: int = 10,
-    min_reseed: int = 100,
-    reseed_steps: int = 20,
-    tune: bool = True,
     keep_particles: bool = True,
     progressbar: bool = True,
     max_stages: int = 100_000,
+    **settings,
 ) -> SMCRecord:
-    """Run ``n_runs`` independent SMC runs of ``algorithm`` over ``sequence`` (see the module docstring).
+    """Run ``n_runs`` independent SMC runs over ``sequence`` (see the module docstring).
 
     Parameters
     ----------
     sequence : SMCSequence
     rng : numpy.random.Generator
         Spawned into one stream per run.
-    n_particles : int
-        Base particle count ``R`` (particles after each resampling).
     n_runs : int
         Independent runs (their spread gives the between-run standard error).
-    algorithm : {"rm", "arm", "arm_anticipate", "arm_reseed"}
-    n_steps_per_temp : int
-        Kernel steps per stage (and per generated block).
-    resampling : {"systematic", "residual", "stratified", "multinomial"}
-    resample_threshold : float
-        ``"rm"`` resamples when the ESS falls below this fraction of the particles.
-    gamma_threshold, max_generate : float, int
-        ARM's ``gamma_thr`` (0.7) and ``i_max``.
-    gamma_relative_to : {"pool", "base"}
-        ``gamma = R_eff / R_n`` (the pool's ESS fraction; adding particles that target ``p_n`` leaves its
-        expectation ``1 / (1 + v_n)`` unchanged, so on a stage with ``v_n > 1 / gamma_thr - 1`` the loop runs to
-        ``max_generate``) or ``R_eff / R`` (stop once the pool's effective size reaches ``gamma_thr R``: particles
-        per stage grow like ``1 + v_n``).
-    min_reseed, reseed_steps : int
-        ARM-reseed: the least number of fresh particles per round, and their burn-in moves.
-    tune : bool
-        Tune the kernel's scale and step size from the particle cloud.
     keep_particles : bool
         Keep every run's final particles in the record (with log weights that pool the runs).
+    **settings
+        The algorithm's settings, with their defaults and checks in :func:`smc_settings`: ``n_particles``
+        (default 1000), ``algorithm``, ``n_steps_per_temp``, ``resampling``, ``resample_threshold``,
+        ``gamma_threshold``, ``gamma_relative_to``, ``max_generate``, ``min_reseed``, ``reseed_steps``, ``tune``.
     """
-    settings = smc_settings(
-        n_particles=n_particles,
-        algorithm=algorithm,
-        n_steps_per_temp=n_steps_per_temp,
-        resampling=resampling,
-        resample_threshold=resample_threshold,
-        gamma_threshold=gamma_threshold,
-        gamma_relative_to=gamma_relative_to,
-        max_generate=max_generate,
-        min_reseed=min_reseed,
-        reseed_steps=reseed_steps,
-        tune=tune,
-    )
+    settings = smc_settings(**{"n_particles": 1000, **settings})
     n_runs = int(n_runs)
     if n_runs < 1:
         raise ValueError(f"pmz: need n_runs >= 1, got {n_runs}")
     span = float(sequence.t_end - sequence.t_start)
-    desc = "ARM" if algorithm != "rm" else "SMC"
+    desc = "ARM" if settings.algorithm != "rm" else "SMC"
     with progress_bar(
         total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
     ) as bar:
@@ -132,8 +95,30 @@ def smc_settings(
     reseed_steps: int = 20,
     tune: bool = True,
 ) -> SMCSettings:
-    """The :class:`SMCSettings` of :func:`run_smc`'s options (same defaults), checked: clear errors for values out
-    of range."""
+    """The checked :class:`SMCSettings` of an SMC run (clear errors for values out of range).
+
+    Parameters
+    ----------
+    n_particles : int
+        Base particle count ``R`` (particles after each resampling).
+    algorithm : {"rm", "arm", "arm_anticipate", "arm_reseed"}
+    n_steps_per_temp : int
+        Kernel steps per stage (and per generated block).
+    resampling : {"systematic", "residual", "stratified", "multinomial"}
+    resample_threshold : float
+        ``"rm"`` resamples when the ESS falls below this fraction of the particles.
+    gamma_threshold, max_generate : float, int
+        ARM's ``gamma_thr`` (0.7) and ``i_max``.
+    gamma_relative_to : {"pool", "base"}
+        ``gamma = R_eff / R_n`` (the pool's ESS fraction; adding particles that target ``p_n`` leaves its
+        expectation ``1 / (1 + v_n)`` unchanged, so on a stage with ``v_n > 1 / gamma_thr - 1`` the loop runs to
+        ``max_generate``) or ``R_eff / R`` (stop once the pool's effective size reaches ``gamma_thr R``: particles
+        per stage grow like ``1 + v_n``).
+    min_reseed, reseed_steps : int
+        ARM-reseed: the least number of fresh particles per round, and their burn-in moves.
+    tune : bool
+        Tune the kernel's scale and step size from the particle cloud.
+    """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"pmz: unknown SMC algorithm {algorithm!r}; choose one of {ALGORITHMS}")
     if resampling not in RESAMPLING_SCHEMES:
