@@ -465,7 +465,7 @@ over K small steps, and its variance falls like 1/K.
   ARM-anticipate costs {min(ant_cost):.2f}-{max(ant_cost):.2f} times ARM's CPU and is no better overall (better at
   R = 50, worse at R = 100 on 500 hidden units).
 * **About 1.5 R particles per stage: not held.** ARM and ARM-anticipate used {min(ratios):.1f}-{max(ratios):.1f} R
-  particles per stage, at every R and on both RBMs. With gamma = R_eff / R_n (METHODS.md section 10), adding
+  particles per stage, at every R and on both RBMs. With gamma = R_eff / R_n ({{ref}}`methods, section 10 <methods-smc>`), adding
   particles that target p_n does not raise gamma: it estimates 1 / (1 + v_n), a property of the stage. So the
   generate loop runs to i_max (11 R particles) at every stage with v_n > 3/7 and stops at once elsewhere
   ({fv['n_hard']} of 64 hard stages give {fv['arm_rule']:.1f} R on average; observed averages are lower because
@@ -527,7 +527,7 @@ run.
 ## Doubts
 
 * We could not check the paper's exact definition of gamma. With gamma = R_eff / R_n, as pmz implements it
-  (METHODS.md section 10), ~1.5 R particles per stage is out of reach on any sequence with many hard stages.
+  ({{ref}}`methods, section 10 <methods-smc>`), ~1.5 R particles per stage is out of reach on any sequence with many hard stages.
 * The reported se, the "sd if perfectly mixed" column and Theorem 1's optimum are delta-method values that fail
   when v_n / R_n is not small (RM at R = 100: predicted sd {rm100['mixed_sd']:.2f}, observed {rm100['sd']:.2f}); with
   heavy-tailed W, sds over 10-20 runs are themselves noisy (the 500-hidden-unit rows more so, with 10 runs).

@@ -1,4 +1,4 @@
-"""The import order of DESIGN.md's data flow: no pmz module imports a module of a higher layer, and no two modules
+"""The import order of the data flow in docs/architecture.md: no pmz module imports a module of a higher layer, and no two modules
 import each other (directly or through others) at import time.
 
 Layers, lowest first (a module may import its own layer and any lower one):
@@ -158,7 +158,7 @@ def import_cycles() -> list[list[str]]:
 
 def test_no_upward_import():
     problems = upward_imports()
-    assert not problems, "imports that run up the layers of DESIGN.md:\n" + "\n".join(problems)
+    assert not problems, "imports that run up the layers of docs/architecture.md:\n" + "\n".join(problems)
 
 
 def test_known_upward_imports_still_exist():

@@ -1,6 +1,6 @@
 """The thermodynamic metric of a tempered path, its length and action, and the AIS variance they predict.
 
-Notation (METHODS.md sections 0 and 9). The path is ``log f_b = log f0 + b U`` and the thermodynamic metric is
+Notation (docs/methods.md, sections 0 and 9). The path is ``log f_b = log f0 + b U`` and the thermodynamic metric is
 
     g(b) = d^2 log Z(b) / db^2 = Var_b[U],        U = log f1 - log f0.
 

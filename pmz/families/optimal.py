@@ -1,6 +1,6 @@
 """Optimal annealing schedules from the thermodynamic metric (VAROPT: Kiwaki 2015), and their deceleration.
 
-Notation (METHODS.md sections 0 and 9; the metric, length and action are in :mod:`pmz.families.metric`). With
+Notation (docs/methods.md, sections 0 and 9; the metric, length and action are in :mod:`pmz.families.metric`). With
 the metric ``g(b) = Var_b[U]`` the perfect-transition variance of the AIS log weight on ``b_k = beta(k / K)`` is
 ``Var[log w] ~ J[beta] / K`` with the action ``J[beta] = int_0^1 g(beta(t)) beta'(t)^2 dt``. Its Euler-Lagrange
 equation ``2 g beta'' + g' beta'^2 = 0`` has the first integral ``g(beta) beta'^2 = const``: the optimal schedule

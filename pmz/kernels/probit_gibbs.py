@@ -12,7 +12,7 @@ paper updated each site with a two-uniform slice sampler; exact conditionals giv
 target that mixes at least as fast per sweep.
 
 Reference: Fraccaro, Paquet & Winther, "An adaptive resample-move algorithm for estimating normalizing
-constants" (ARM), eq 10 and Appendix A; METHODS.md section 10.
+constants" (ARM), eq 10 and Appendix A; docs/methods.md, section 10.
 """
 
 from __future__ import annotations

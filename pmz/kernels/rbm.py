@@ -2,7 +2,7 @@
 
 An RBM with visible ``v in {0,1}^nv``, hidden ``h in {0,1}^nh``, weights ``W (nv, nh)`` and biases ``a``, ``b``
 has ``p(v, h) ∝ exp(a'v + b'h + v'W h)``. pmz anneals from a base ``f0`` of independent Bernoulli sites with
-means ``p0`` along the geometric path ``log f_beta = (1 - beta) log f0 + beta log f1`` (METHODS.md section 0),
+means ``p0`` along the geometric path ``log f_beta = (1 - beta) log f0 + beta log f1`` (docs/methods.md, section 0),
 in one of two state spaces:
 
 * **visible space** (hidden units summed out): ``log f1(v) = a'v + sum_h softplus(g_h)``, ``g = b + v W``

@@ -1,4 +1,4 @@
-"""``method="auto"``: the default evidence route, chosen by measurement (METHODS.md section 12).
+"""``method="auto"``: the default evidence route, chosen by measurement (docs/methods.md, section 12).
 
 In order:
 

@@ -2,7 +2,7 @@
 
 ``schedule`` may be a named rule or an array (:mod:`pmz.families.schedules`), or
 
-* ``"varopt"`` (Kiwaki 2015, METHODS.md section 9): a pilot walks a reference schedule (``varopt_pilot``, default
+* ``"varopt"`` (Kiwaki 2015, docs/methods.md, section 9): a pilot walks a reference schedule (``varopt_pilot``, default
   ``"power"``, with ``varopt_pilot_temps`` temperatures), estimates the thermodynamic metric
   ``g(b) = Var_b[U]`` from its importance-weighted particles at every temperature, smooths and floors it
   (:func:`pmz.families.optimal.thermodynamic_metric`), and the production schedule is the constant-speed one,

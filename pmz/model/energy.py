@@ -10,7 +10,7 @@ vectorised unnormalised log density). The user gives
   :class:`~pmz.model.reference.GaussianReference` for continuous states);
 * optionally a ``kernel`` that knows the model's structure (block Gibbs, checkerboard heat bath).
 
-pmz then anneals along the geometric path (METHODS.md section 0; :class:`pmz.families.energy.EnergyFamily`)
+pmz then anneals along the geometric path (docs/methods.md, section 0; :class:`pmz.families.energy.EnergyFamily`)
 
     log f_beta(x) = (1 - beta) log f0(x) + beta log f1(x) = log f0(x) + beta U(x),   U = log f1 - log f0,
 

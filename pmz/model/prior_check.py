@@ -14,7 +14,7 @@ integrates to one. It does not always:
 
 :func:`prior_normalisation` measures the log mass ``log c_v = log integral p~(v | parents) dv`` of each free variable
 whose distribution or transform is not one of the standard, normalised kinds (``suspect_variables``), by bridge
-sampling (Meng & Wong 1996; the K = 1 case of BAR, METHODS.md section 3) in the variable's unconstrained
+sampling (Meng & Wong 1996; the K = 1 case of BAR, docs/methods.md, section 3) in the variable's unconstrained
 coordinates: reverse draws are exact prior draws (``PriorReference``: draws of the normalised prior), forward draws
 come from a Gaussian ``q`` fitted to a separate half of them, parents held at their prior draws. The optimal bridge
 equation ``sum_q s(a_i - log c + m) = sum_p s(-(b_j - log c + m))`` (``a``, ``b`` the log ratios ``log p~ - log q``

@@ -10,7 +10,7 @@ Reverse starts (``reverse_start``; in ``pmz.evidence`` the user's draws come as 
   used as given (thinned evenly to ``n_reverse``);
 * ``"nuts"``: a ``pm.sample`` NUTS run on the PyMC model (exact posterior draws up to MCMC error);
 * ``"resample"``: forward end states resampled by their weights, then ``reverse_burn`` steps of the frozen
-  beta = 1 kernel for the whole batch at once (a "long run of T_K", METHODS.md section 1). Cheap: no second
+  beta = 1 kernel for the whole batch at once (a "long run of T_K", docs/methods.md, section 1). Cheap: no second
   sampler, no recompilation. The starts depend on the forward run, so the reverse run can inherit its bias
   where the forward weights are poor (low ESS) or the kernel cannot relax the resampled set (separated modes):
   the record says "resample", and the result warns when the forward ESS is below 10% of the paths;

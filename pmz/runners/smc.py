@@ -2,7 +2,7 @@
 over any :class:`~pmz.sequences.base.SMCSequence`, recorded as an :class:`~pmz.records.SMCRecord`.
 
 A run is a short driver around one step, :func:`pmz.runners.smc_stage.smc_stage` (anticipate, move, reweight,
-generate, resample, augment: METHODS.md section 10): from ``t = t_start``, choose ``t' = sequence.next_position(t,
+generate, resample, augment: docs/methods.md, section 10): from ``t = t_start``, choose ``t' = sequence.next_position(t,
 ...)`` from the weighted particles, take the stage, record its row, until ``t_end``.
 ``log Z = log Z_{t_0} + sum_stages log(sum_r Wbar_r W_r)``. Several independent runs (``n_runs``) are made one
 after the other, each vectorised over its particles (one batched log-density call per kernel step).

@@ -1,7 +1,7 @@
 """One stage of resample-move SMC or of the adaptive resample-move algorithm (ARM) of Fraccaro, Paquet & Winther, as a
 step ``(rng, state, t_new) -> (state, info)`` over any :class:`~pmz.sequences.base.SMCSequence`.
 
-The stage from position ``t`` to ``t'`` (METHODS.md section 10):
+The stage from position ``t`` to ``t'`` (docs/methods.md, section 10):
 
 1. **anticipate** (``"arm_anticipate"`` only): with the look-ahead weights ``w~ ∝ Wbar W``, a particle with
    ``c = floor(R w~) > 1`` is split into ``c`` copies of weight ``Wbar / c`` (so the move spreads them out where
@@ -13,7 +13,7 @@ The stage from position ``t`` to ``t'`` (METHODS.md section 10):
 3. **reweight**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
    ``Z_{t'} / Z_t`` is ``sum_r Wbar_r W_r``;
 4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` (``gamma_relative_to="pool"``, ARM as
-   METHODS.md states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
+   docs/methods.md, section 10, states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
    particles) and fewer than ``max_generate`` rounds, add a block of particles that target ``p_t`` -- the last
    block copied and moved ``n_steps_per_temp`` more steps (``"arm"``, ``"arm_anticipate"``), or
    ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the sequence, burnt in by

@@ -1,7 +1,7 @@
 """Where reverse paths start: draws of the target p1 in the flat value space.
 
 Reverse AIS (and the reverse half of BAR and bridge sampling) needs draws of the posterior p1. In order of
-preference (Habeck 2017 section 3; METHODS.md section 1):
+preference (Habeck 2017 section 3; docs/methods.md, section 1):
 
 * ``posterior_to_flat``: draws the user already has (an ``InferenceData`` from ``pm.sample``), mapped to the
   flat unconstrained space;

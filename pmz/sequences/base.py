@@ -1,7 +1,7 @@
 """The contract of a sequence of distributions for sequential Monte Carlo (resample-move SMC and ARM).
 
 A sequence is a chain of unnormalised densities ``f_t`` indexed by a *position* ``t`` running from
-``t_start`` to ``t_end`` (ARM section 2; METHODS.md section 10):
+``t_start`` to ``t_end`` (ARM section 2; docs/methods.md, section 10):
 
 * tempering: ``t = beta`` in ``[0, 1]``, ``f_beta = f0 f1^beta`` on one space;
 * data annealing: ``t = m``, the number of observations included, ``f_m = prior x prod_{i <= m} p(y_i | x)``;

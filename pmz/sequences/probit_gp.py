@@ -31,7 +31,7 @@ Cost: a weight increment or augment is O(R t) for R particles, a Gibbs sweep O(R
 ``a_t, s_t`` of all stages are computed once in O(n^3) when the sequence is built.
 
 Reference: Fraccaro, Paquet & Winther, "An adaptive resample-move algorithm for estimating normalizing
-constants" (ARM), eq 10 and Appendix A; METHODS.md section 10.
+constants" (ARM), eq 10 and Appendix A; docs/methods.md, section 10.
 """
 
 from __future__ import annotations
