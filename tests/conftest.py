@@ -1,9 +1,44 @@
-"""Shared fixtures of the pmz test suite."""
+"""Shared fixtures of the pmz test suite, and the versions every run prints first.
+
+Tiers: ``python -m pytest`` runs everything (what CI runs); ``python -m pytest -m "not slow"`` is the quick tier
+(see CONTRIBUTING.md).
+"""
 
 import logging
+import platform
+from importlib import metadata
 
 import numpy as np
 import pytest
+
+from pmz.systems import ALL_SYSTEMS
+
+#: the packages whose releases can change what a fixed seed produces; printed at the top of every run
+STACK_PACKAGES = ("pymc", "pytensor", "arviz", "numpy", "scipy", "numba", "xarray", "pandas", "pymbar", "dask")
+
+
+def stack_versions() -> dict:
+    """Installed version of each package in ``STACK_PACKAGES`` ("not installed" when absent), and Python's."""
+    versions = {"python": platform.python_version()}
+    for name in STACK_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def pytest_report_header(config):
+    """One line in the log of every run (CI's included) with the releases this run was made with."""
+    return "pmz stack: " + ", ".join(f"{name} {version}" for name, version in stack_versions().items())
+
+
+@pytest.fixture(scope="session")
+def systems():
+    """Every known-truth system of ``pmz.systems.ALL_SYSTEMS`` (name -> system with its exact ``log_z``), built once
+    per session. pmz compiles a model once per model object and option set, so every test that reads these shares
+    one compile per system; a test that changes a model (adds a variable, a potential) builds its own."""
+    return {name: build() for name, build in ALL_SYSTEMS.items()}
 
 
 @pytest.fixture

@@ -322,7 +322,8 @@ def test_load_netcdf_without_pmz_attributes(tmp_path):
 
 def test_bridge_result_method_is_bridge(tmp_path):
     """Exact posterior draws of a conjugate normal mean as a dict: the result says bridge (estimator BAR) and is
-    right within 4 se."""
+    right within 4 se + 1e-3 (fails with probability about 6e-5 if the se is right: over 200 seeds of draws and
+    run the error / se had mean square 0.85), with se < 0.03 (0.0003-0.012 over those seeds)."""
     with pm.Model() as m:
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y", mu, 1.0, observed=Y)
@@ -333,6 +334,7 @@ def test_bridge_result_method_is_bridge(tmp_path):
     res = pmz.evidence(m, method="bridge", posterior=draws, progressbar=False, random_seed=2, n_bootstrap=20)
     assert res.method == "bridge" and "method='bridge'" in repr(res)
     assert res["evidence"].attrs["estimator"] == "bar"
+    assert res.log_z_se < 0.03
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 1e-3
     path = tmp_path / "bridge.nc"
     res.to_netcdf(str(path))

@@ -2,8 +2,9 @@
 
 Known truths: the 2-node MRF of CAST Figure 2 (exact moments and log Z along the ladder), a 4 x 4 Ising torus
 (moments by enumeration, log Z by Kaufman's formula) and the bimodal PyMC posterior (moments by quadrature).
-Fixed seeds; each bound is 4 MCSE (ArviZ, chains = pairs) or 4 se over independent runs, with a check that the
-error bar is small enough to mean something.
+Fixed seeds; each bound is 4 MCSE (ArviZ, chains = pairs: fails with probability about 6e-5 when the MCSE is
+right) or a Student-t bound over independent runs, with a check that the error bar is small enough to mean
+something. Counts (swaps, mode switches) are bounded where they hold with room for every seed.
 """
 
 
@@ -13,6 +14,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 import xarray as xr
+from scipy import stats
 
 import pmz
 from pmz.families.energy import EnergyFamily
@@ -68,7 +70,9 @@ def mrf_run(mrf):
 
 
 def test_slow_chains_match_the_exact_moments_of_the_two_node_mrf(mrf_run):
-    """E[s1] = E[s2] = 0 (the two modes have mass 1/2 each) within 4 MCSE; E[s1 s2] = tanh 5 = 0.99991."""
+    """E[s1] = E[s2] = 0 (the two modes have mass 1/2 each) within 4 MCSE (6e-5 each); E[s1 s2] = tanh 5 = 0.99991:
+    the mixed-state count is below its Poisson mean + 4 sd + 1 (tail probability 1.3e-4). Swaps: 78 or more of the
+    80 swap steps per pair on every seed tried, against a bound of 40."""
     s = by_pair(mrf_run.slow_draws)[:, 400:]  # 10% burn-in
     for site in (0, 1):
         mean, mcse = mean_and_mcse(s[..., site])
@@ -82,28 +86,35 @@ def test_slow_chains_match_the_exact_moments_of_the_two_node_mrf(mrf_run):
 
 
 def test_wang_landau_weights_converge_on_the_two_node_mrf(mrf):
-    """Four independent runs: their mean log g_k is within 4 se of the exact log Z_k - log Z_0 at every level, and
-    se < 0.02 (the range of log Z_k is 5.7)."""
+    """16 independent runs of 500 steps: their mean log g_k is within t_15 se (the two-sided 6.3e-5 quantile of
+    Student's t with 15 degrees of freedom, 5.48: the 4-sd bound for a 16-run se) of the exact log Z_k - log Z_0 at
+    every level, and se < 0.02 (its expected size is 0.01: exceeded with probability < 1e-6; the range of log Z_k is
+    5.7). Every run reaches the flat histogram and the 1/t rule (at step 143 at the latest over 176 runs) and
+    visits every level within 0.015 of 1/K (per-run sd of a level's share 0.0024: 6 sd)."""
     betas = uniform_ladder(0.0, 9)
     exact = two_node_log_z(5.0, betas)
     exact = exact - exact[0]
+    n_runs = 16
     runs = [
-        run_cast(EnergyFamily(mrf), mrf.kernel, betas, rng=rng, n_pairs=50, n_steps=2000, keep_draws=False)
-        for rng in np.random.default_rng(SEED).spawn(4)
+        run_cast(EnergyFamily(mrf), mrf.kernel, betas, rng=rng, n_pairs=50, n_steps=500, keep_draws=False)
+        for rng in np.random.default_rng(SEED).spawn(n_runs)
     ]
     log_g = np.array([r.log_g for r in runs])
-    mean, se = log_g.mean(axis=0), log_g.std(axis=0, ddof=1) / 2
-    assert np.all(np.abs(mean - exact)[1:] < 4 * se[1:] + 1e-3), (mean - exact, se)
+    mean, se = log_g.mean(axis=0), log_g.std(axis=0, ddof=1) / np.sqrt(n_runs)
+    bound = stats.t.ppf(1 - 6.3e-5 / 2, n_runs - 1)
+    assert np.all(np.abs(mean - exact)[1:] < bound * se[1:] + 1e-3), (mean - exact, se)
     assert se.max() < 0.02
     for r in runs:  # flat histogram reached, then the 1/t rule; every level visited about 1/K of the time
         assert r.one_over_t_from > 0 and r.halvings.size >= 3
-        assert np.all(np.abs(r.visits / r.visits.sum() - 0.1) < 0.01)
+        assert np.all(np.abs(r.visits / r.visits.sum() - 0.1) < 0.015)
 
 
 def test_cast_mixes_between_the_modes_where_gibbs_does_not(mrf):
     """Every chain starts in the mode (+1, +1). Plain Gibbs at beta = 1 leaves it with probability
-    2 / (1 + e^10) = 9.1e-5 per sweep: about 9 switches in 50 x 2000 sweeps; CAST's slow chains switch at almost
-    every other swap and spend half their time in each partition."""
+    2 / (1 + e^10) = 9.1e-5 per sweep: about 9 switches in 50 x 2000 sweeps (Poisson mean + 4 sd + 1: tail
+    probability 8e-5), and its time in the start mode averages 0.92 with sd 0.03 (below 0.75 with probability
+    3e-6). CAST's slow chains switch at almost every other swap (11 to 15 switches for the slowest pair, 20 on
+    average, over 6 seeds, against bounds 5 and 15) and spend half their time in each partition (4 MCSE: 6e-5)."""
     family, kernel = EnergyFamily(mrf), mrf.kernel
     n_pairs, n_steps = 50, 2000
     start = np.ones((n_pairs, 2))
@@ -120,7 +131,7 @@ def test_cast_mixes_between_the_modes_where_gibbs_does_not(mrf):
     switches_gibbs = int(np.sum(np.diff(gibbs, axis=1) != 0))
     expected = n_pairs * n_steps * 2 / (1 + np.exp(10.0))
     assert switches_gibbs < expected + 4 * np.sqrt(expected) + 1, switches_gibbs
-    assert gibbs.mean() > 0.85  # Gibbs: most chains still in the start mode (a switched chain stays)
+    assert gibbs.mean() > 0.75  # Gibbs: most chains still in the start mode (a switched chain stays)
     switches_cast = np.sum(np.diff(cast, axis=1) != 0, axis=1)
     assert switches_cast.min() >= 5 and switches_cast.mean() > 15  # 40 swap steps per pair
     mean, mcse = mean_and_mcse(cast[:, 200:])
@@ -132,7 +143,11 @@ def test_ising_slow_chains_and_weights(swap):
     """A 4 x 4 Ising torus at J = 0.6 (ordered, two magnetised modes) with its checkerboard heat bath: the slow
     chains' E[m] (0) and E[m^2] (enumeration) within 4 MCSE, and the weights within 0.1 of Kaufman's log Z_k.
     The paper's rule "last" is allowed its measured bias of E[m^2] (-6e-4 +- 0.5e-4 with a swap every 10 steps,
-    docs/cast.md; here MCSE ~5e-4), "exchange" none."""
+    docs/cast.md; here MCSE ~5e-4), "exchange" none. Each 4-MCSE bound fails with probability about 6e-5. The
+    MCSE of E[m] is 0.04-0.05 with "exchange" (it swaps only where the fast chain is at beta = 1 at that step;
+    0.038-0.051 over 13 seeds) and 0.02 with "last": cap 0.08 (a chain stuck in one magnetised mode would be off by
+    about 0.9). The weights' largest error was 0.04 over the seeds tried (bound 0.1), the swaps 10% ("exchange") or
+    45% ("last") of the swap steps (bound 5%)."""
     L, J = 4, 0.6
     model = ising(L, J).model
     states = 2.0 * ((np.arange(2**16)[:, None] >> np.arange(16)) & 1) - 1.0
@@ -145,7 +160,7 @@ def test_ising_slow_chains_and_weights(swap):
                    n_steps=3000, swap_interval=10, swap=swap)
     m = by_pair(run.slow_draws).mean(axis=2)[:, 300:]
     mean, mcse = mean_and_mcse(m)
-    assert abs(mean) < 4 * mcse and mcse < 0.05, (mean, mcse)
+    assert abs(mean) < 4 * mcse and mcse < 0.08, (mean, mcse)
     mean, mcse = mean_and_mcse(m**2)
     bias = 6e-4 if swap == "last" else 0.0
     assert abs(mean - exact_m2 + bias) < 4 * mcse and mcse < 0.002, (mean, exact_m2, mcse)
@@ -154,9 +169,12 @@ def test_ising_slow_chains_and_weights(swap):
     assert run.swaps.sum() > 0.05 * run.n_swap_steps * 50
 
 
+@pytest.mark.slow  # pm.sample with the CAST step: PyMC compiles its own functions
 def test_cast_step_on_a_power_posterior_with_hmc():
     """The runner with a PyMC model's PowerPosterior and HMC (pilot-tuned per level): 20 pairs, all started in one
-    mode of the bimodal posterior, visit both, and the within-mode gap |mu1 - mu2| matches quadrature."""
+    mode of the bimodal posterior, visit both, and the within-mode gap |mu1 - mu2| matches quadrature (4 MCSE: 6e-5).
+    All 20 pairs reached the other mode and the acceptance was 0.80-0.81 on every seed tried (bounds 15 and
+    0.6-0.95)."""
     truth = pmz.systems.bimodal_posterior()
     family = PowerPosterior(CompiledModel(truth.model))
     kernel = HamiltonianMC(n_leapfrog=10)
@@ -238,9 +256,13 @@ def cast_idata():
     return idata, step
 
 
+@pytest.mark.slow  # long chains, for the moments' bound
 def test_pm_sample_cast_visits_both_modes_with_the_exact_moments(cast_idata):
     """pm.sample(step=pmz.CAST()) on the bimodal posterior (modes 33 posterior sds apart; NUTS never switches):
-    every chain visits both modes, and E[mu1], P(mu1 < mu2) and E|mu1 - mu2| are within 4 MCSE of quadrature."""
+    every chain visits both modes (5 to 16 mode switches per chain, 9.4 on average, over 28 chains of 7 seeds: a
+    chain without one has probability about e^-9 = 1e-4), and E[mu1], P(mu1 < mu2) and E|mu1 - mu2| are within 4
+    MCSE of quadrature (each fails with probability about 6e-5 when the MCSE is right). The MCSE caps sit at about
+    twice the largest MCSE seen over 7 seeds (0.53, 0.10 and 0.007)."""
     idata, _ = cast_idata
     mu = np.asarray(idata.posterior["mu"])
     labels = mode_label(mu)
@@ -257,6 +279,10 @@ def test_pm_sample_cast_visits_both_modes_with_the_exact_moments(cast_idata):
 
 
 def test_pm_sample_cast_stats(cast_idata):
+    """The step's stats: shapes, the ladder, every level visited, swaps, acceptance, the 1/t rule after tuning. Over
+    7 seeds: 27 to 62 swaps per chain of 100 swap steps (mean 48, sd 8: bound 10), acceptance 0.79-0.82 (bounds
+    0.6-0.95). Each chain's log g_{K-1} estimates log p(y) with an sd of about 0.38 (28 chains, largest error 1.04):
+    the mean of the 4 chains is bounded at 1.0, about 5 of its sds (fails with probability below 1e-5)."""
     idata, step = cast_idata
     stats = idata.sample_stats
     K = step.n_levels
@@ -266,17 +292,18 @@ def test_pm_sample_cast_stats(cast_idata):
     assert levels.min() == 0 and levels.max() == K - 1
     assert np.allclose(np.asarray(stats["beta"]), step.betas[levels])
     swapped = np.asarray(stats["swapped"])
-    assert swapped.dtype == bool and np.all(swapped.sum(axis=1) > 20)  # 100 swap steps per chain
+    assert swapped.dtype == bool and np.all(swapped.sum(axis=1) > 10)  # 100 swap steps per chain
     assert 0.6 < float(stats["accept"].mean()) < 0.95 and 0.6 < float(stats["fast_accept"].mean()) < 0.95
     assert np.all(np.asarray(stats["wl_gamma"])[:, -1] < 0.05)  # the 1/t rule after tuning
     log_g = np.asarray(stats["log_g"])[:, -1]  # b_0 = 0: log g_{K-1} estimates log Z_1 - log Z_0 = log p(y)
-    assert np.all(np.abs(log_g[:, -1] - pmz.systems.bimodal_posterior().log_z) < 0.5), log_g[:, -1]
+    assert abs(np.mean(log_g[:, -1]) - pmz.systems.bimodal_posterior().log_z) < 1.0, log_g[:, -1]
 
 
 def test_pm_sample_cast_on_a_discrete_posterior():
     """Two Bernoulli(1/2) variables tied by a potential 10 [x1 = x2]: modes (0, 0) and (1, 1) of mass
     e^10 / (2 e^10 + 2) each, which site-by-site Gibbs leaves with probability 1 / (1 + e^10) per update. CAST
-    (Gibbs kernel) visits both in every chain; P(x1 = 1) = 1/2 within 4 MCSE."""
+    (Gibbs kernel) visits both in every chain; P(x1 = 1) = 1/2 within 4 MCSE (6e-5). Mixed states: expected 0.1 of
+    the 2000 draws, bound 20."""
     with pm.Model():
         x = pm.Bernoulli("x", 0.5, shape=2)
         pm.Potential("tie", 10.0 * pt.eq(x[0], x[1]))
@@ -304,9 +331,12 @@ def test_cast_step_method_options():
     assert "CAST" in pmz.__all__ and pmz.CAST is pmz.step_methods.CAST
 
 
+@pytest.mark.slow  # the whole example at a reduced size
 def test_example_quick():
     """examples/cast_two_node.py --quick (4 runs x 50 chains): Gibbs stays in its start mode, FPCD's fast weights
-    switch but over-visit the mixed states, CAST and Wang-Landau on [0, 1] spend about half of the time in each."""
+    switch but over-visit the mixed states, CAST and Wang-Landau on [0, 1] spend about half of the time in each.
+    Seeds 1-3: Gibbs share 0.94-0.97 (sd about 0.012) and 6-12% of chains in both modes, FPCD mixed states 0.025,
+    CAST and Wang-Landau shares within 0.02 of 1/2 with mixed states below 5e-5: every bound holds with room."""
     import sys
     from pathlib import Path
 
@@ -326,6 +356,7 @@ def test_example_quick():
         assert row["mixed"] < 1e-3
 
 
+@pytest.mark.slow  # starts fresh processes (each imports PyMC)
 def test_pm_sample_cast_is_reproducible_across_processes():
     """Same random_seed, same draws and stats: twice with cores=1, and with cores=2 (the step is pickled without its
     compiled functions and rebuilt in each process)."""

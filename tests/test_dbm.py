@@ -73,6 +73,7 @@ def test_energy_models_sum_to_log_z():
 
 
 def test_sample_exact_matches_enumeration(rng):
+    """p > 1e-3 fails with probability 1e-3 when the draws are exact (every expected count >= 5)."""
     dbm = random_dbm(3, 2, 2, seed=8, scale=0.5)
     _, _, _, log_f = joint_table(dbm)
     draws = dbm.sample_exact(rng, 40_000)
@@ -111,7 +112,8 @@ TINY_OPTIONS = dict(n_paths=200, n_temps=100, progressbar=False)
 @pytest.mark.parametrize("method", ["bar", "ais"])
 def test_evidence_matches_enumeration(method, space):
     """10-6-4 DBM: "even" space (v, h2) with h1 summed out and the RBM heat bath, or the joint space with block
-    Gibbs by layer; BAR's reverse paths start at exact draws."""
+    Gibbs by layer; BAR's reverse paths start at exact draws. The 4-se bound (+ 0.01) fails with probability about
+    6e-5 if the se is right; se 0.024-0.065 over seeds 1-8 against the cap 0.1."""
     truth = dbm_tiny(space=space)
     res = pmz.evidence(truth.model, method=method, random_seed=1, **TINY_OPTIONS)
     assert res.posterior.attrs["kernel"] == ("rbm_gibbs" if space == "even" else "dbm_layer_gibbs")
@@ -122,7 +124,9 @@ def test_evidence_matches_enumeration(method, space):
 @pytest.mark.parametrize(("space", "method"), [("even", "ais"), ("joint", "bar")])
 def test_evidence_on_a_digits_sized_dbm(space, method):
     """A 64-20-16 DBM (weights sd 0.3): exact log Z enumerates the 2^20 states of h1 (under a second); measured
-    even/AIS 80.9972 +- 0.0260, joint/BAR 80.9977 +- 0.0283 against 80.9794 (K = 300, 200 paths, ~1 s each)."""
+    even/AIS 80.9972 +- 0.0260, joint/BAR 80.9977 +- 0.0283 against 80.9794 (K = 300, 200 paths, ~1 s each); se
+    0.025-0.030 over seeds 1-8 against the cap 0.05. The 4-se bound (+ 0.01) fails with probability about 6e-5 if the
+    se is right."""
     dbm = random_dbm(64, 20, 16, seed=0, scale=0.3)
     truth = dbm.exact_log_z()
     res = pmz.evidence(energy_model(dbm, space=space), method=method, random_seed=1, n_paths=200, n_temps=300,
@@ -164,7 +168,8 @@ def chi2_pvalue(X, probs):
 def test_layer_gibbs_moments_match_enumeration(rng):
     """2000 independent chains of a 5-4-3 DBM from uniform starts, 100 burn-in sweeps, then the time averages of
     200 sweeps: each chain's average is one draw, so the MCSE is the sd over chains / sqrt(2000). Means of v, h1,
-    h2 and of v_i h1_j, h1_j h2_k against enumeration, |z| < 4 for each of the 52 moments."""
+    h2 and of v_i h1_j, h1_j h2_k against enumeration, |z| < 4 for each of the 52 moments: fails with probability at
+    most 52 x 6.3e-5 = 3.3e-3 for an exact kernel (Bonferroni; the moments are correlated, so less)."""
     dbm = random_dbm(5, 4, 3, seed=2, scale=1.0)
     V, H1, H2, log_f = joint_table(dbm)
     p = np.exp(log_f - logsumexp(log_f))
@@ -195,7 +200,9 @@ def test_layer_gibbs_moments_match_enumeration(rng):
 
 def test_layer_gibbs_kernel_is_exact_on_the_tempered_path(rng):
     """Exact draws of f_beta (base Bern(p0) on v, uniform hidden units), one kernel step: the states are again exact
-    draws (chi-square over all 2^7 states), at two temperatures in one batch; the test has power (wrong beta)."""
+    draws (chi-square over all 2^7 states), at two temperatures in one batch; the test has power (wrong beta). Two
+    p > 1e-3 checks: they fail with probability about 2e-3 for an exact kernel; 98% of the states move in one step
+    (> 30% asked)."""
     dbm = random_dbm(3, 2, 2, seed=4, scale=0.8)
     model = energy_model(dbm, [0.3, 0.5, 0.7], space="joint")
     X = all_states(7)

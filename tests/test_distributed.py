@@ -96,6 +96,8 @@ def assert_same_bits(a, b):
 
 @pytest.mark.parametrize("method", sorted(RUNS))
 def test_chunked_runs_match_the_exact_log_z(local, system, method):
+    """Within 4 se + 0.02 of the exact log Z (fails with probability about 6e-5) with se < 0.15 (0.03 to 0.08 over 8
+    seeds)."""
     res = local[method]
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.02, (res.log_z, system.log_z, res.log_z_se)
     assert 0 < res.log_z_se < 0.15
@@ -255,6 +257,9 @@ class InterruptAfter(concurrent.futures.Executor):
 
 @pytest.mark.parametrize("method, k", [("bar", 3), ("rts", 1), ("smc", 1)])
 def test_interrupted_run_is_partial_and_resumes_to_the_same_bits(local, system, tmp_path, method, k):
+    """The partial estimate within 4 se + 0.05 of the truth (fails with probability about 6e-5; |z| < 2.1 over 8
+    seeds); the resumed run is the unchunked run, bits and reliability verdict (not ``reliable`` itself, which is a
+    property of the seed's run), and no longer partial."""
     path = tmp_path / "run.nc"
     with pytest.warns(UserWarning, match="PARTIAL RESULT"):
         partial = _evidence(system, method, executor=InterruptAfter(k), checkpoint=path)
@@ -265,7 +270,9 @@ def test_interrupted_run_is_partial_and_resumes_to_the_same_bits(local, system, 
     assert np.isfinite(partial.log_z) and np.isfinite(partial.log_z_se) and partial.log_z_se > 0
     assert abs(partial.log_z - system.log_z) < 4 * partial.log_z_se + 0.05  # the se of the chunks it has
     resumed = _evidence(system, method, checkpoint=path)  # the same call, here: the rest of the chunks
-    assert resumed.run_attrs["chunks_resumed"] == k and resumed.run_attrs["partial"] == 0 and resumed.reliable
+    assert resumed.run_attrs["chunks_resumed"] == k and resumed.run_attrs["partial"] == 0
+    assert "PARTIAL RESULT" not in resumed.reliability_reason
+    assert (resumed.reliable, resumed.reliability_reason) == (local[method].reliable, local[method].reliability_reason)
     assert_same_bits(resumed, local[method])
     again = _evidence(system, method, checkpoint=path)  # everything in the file: nothing runs
     assert again.run_attrs["chunks_resumed"] == again.run_attrs["chunks_total"]

@@ -109,7 +109,7 @@ def test_nan_in_shared_observed_data():
 def test_nan_in_plain_observed_array_is_imputed_by_pymc():
     """Documents current behaviour: PyMC turns the NaN entries of an observed numpy array into a free variable
     ``<name>_unobserved`` (auto-imputation), so pmz sees a valid model (its evidence is p(observed part))."""
-    with pytest.warns(pm.ImputationWarning):
+    with pytest.warns(pm.exceptions.ImputationWarning):  # (pm.ImputationWarning goes in 2027)
         with pm.Model() as m:
             mu = pm.Normal("mu", 0.0, 1.0)
             pm.Normal("y_missing", mu, 1.0, observed=np.array([0.1, np.nan, 0.3]))

@@ -1,4 +1,11 @@
-"""Ising and Potts lattice systems: exact log Z (Kaufman, enumeration, transfer matrix) and the lattice kernels."""
+"""Ising and Potts lattice systems: exact log Z (Kaufman, enumeration, transfer matrix) and the lattice kernels.
+
+Statistical checks: a kernel's output against f_beta by Pearson's chi-square, with the cells whose expected count is
+below 20 pooled (:func:`chisquare_p`), so that the chi-square approximation holds and ``p > P_MIN = 1e-4`` fails with
+probability about 1e-4 when the kernel is exact (measured with exact multinomial draws: 1.0-1.3e-4, 2.4e-4 for the
+most lopsided case; without the pooling, expected counts of 0.3 made ``p > 1e-3`` fail up to 6e-3 of the time);
+AIS estimates within 4 se (plus a small tolerance) of the exact log Z.
+"""
 
 import numpy as np
 import pytest
@@ -36,6 +43,23 @@ from pmz.systems.potts import (
 )
 
 COUPLINGS = [0.1, 0.3, 0.44, CRITICAL_COUPLING, 0.7, 1.0]
+P_MIN = 1e-4  # chi-square p-value threshold: a false alarm with probability 1e-4 per check when the kernel is exact
+
+
+def chisquare_p(counts, expected, min_expected=20.0):
+    """Pearson's chi-square p-value of ``counts`` against ``expected`` (same total), the cells with expected count
+    below ``min_expected`` pooled into one (with the next smallest cells until the pool reaches it), so that the
+    chi-square approximation holds and the p-value is uniform under the null."""
+    counts, expected = np.asarray(counts, dtype=float), np.asarray(expected, dtype=float)
+    order = np.argsort(expected)
+    k = int(np.sum(expected < min_expected))
+    if k:
+        while expected[order[:k]].sum() < min_expected and k < order.size - 1:
+            k += 1
+        pool, rest = order[:k], order[k:]
+        counts = np.r_[counts[rest], counts[pool].sum()]
+        expected = np.r_[expected[rest], expected[pool].sum()]
+    return stats.chisquare(counts, expected).pvalue
 
 
 # ------------------------------------------------------------------------------------------------ exact log Z
@@ -194,7 +218,8 @@ LATTICE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(LATTICE_CASES))
 def test_kernel_leaves_f_beta_invariant(case, rng):
-    """Exact draws of f_beta, three sweeps, chi-square of the visit frequencies against f_beta."""
+    """Exact draws of f_beta, three sweeps, chi-square of the visit frequencies against f_beta (p > 1e-4: fails
+    with probability 1e-4 when the kernel is exact; the other-temperature check has a non-centrality above 9e4)."""
     build, values = LATTICE_CASES[case]
     model = build().model
     family, kernel = EnergyFamily(model), model.kernel
@@ -204,7 +229,7 @@ def test_kernel_leaves_f_beta_invariant(case, rng):
     X0 = states[rng.choice(len(states), size=n, p=p)]
     state, info = run_sweeps(kernel, family, X0, beta, 3, rng)
     counts = np.bincount(state_index(state.x, values), minlength=len(states))
-    assert stats.chisquare(counts, n * p).pvalue > 1e-3
+    assert chisquare_p(counts, n * p) > P_MIN
     # the cached parts are the family's at the new states (the runner reads U from them)
     np.testing.assert_array_equal(state.parts.U, family.parts(state.x).U)
     assert info.acceptance.shape == (n,) and info.accepted.shape == (n,)
@@ -214,7 +239,8 @@ def test_kernel_leaves_f_beta_invariant(case, rng):
 
 @pytest.mark.parametrize("case", ["ising2_heat_bath", "ising3_heat_bath", "potts2_q3", "potts3_q2"])
 def test_heat_bath_converges_with_per_particle_beta(case, rng):
-    """From uniform starts, two temperatures in one batch (beta an array): each half matches its own f_beta."""
+    """From uniform starts, two temperatures in one batch (beta an array): each half matches its own f_beta
+    (p > 1e-4 for each: fails with probability 1e-4 per temperature when 25 sweeps reach f_beta)."""
     build, values = LATTICE_CASES[case]
     model = build().model
     family, kernel = EnergyFamily(model), model.kernel
@@ -225,7 +251,7 @@ def test_heat_bath_converges_with_per_particle_beta(case, rng):
     for b in (0.3, 1.2):
         pick = beta == b
         counts = np.bincount(state_index(state.x[pick], values), minlength=len(states))
-        assert stats.chisquare(counts, pick.sum() * exact_probabilities(family, states, b)).pvalue > 1e-3
+        assert chisquare_p(counts, pick.sum() * exact_probabilities(family, states, b)) > P_MIN
 
 
 def lattice_model(shape, q, coupling, method="heat_bath"):
@@ -251,7 +277,8 @@ def lattice_model(shape, q, coupling, method="heat_bath"):
     ],
 )
 def test_invariance_energy_histogram(shape, q, method, rng):
-    """Lattices too large for a state histogram: exact draws, three sweeps, chi-square of the energy levels."""
+    """Lattices too large for a state histogram: exact draws, three sweeps, chi-square of the energy levels (p > 1e-4:
+    fails with probability 1e-4 when the kernel is exact)."""
     model = lattice_model(shape, q, 0.4, method)
     family, kernel = EnergyFamily(model), model.kernel
     values = model.base.values
@@ -263,15 +290,14 @@ def test_invariance_energy_histogram(shape, q, method, rng):
     levels, level_of_state = np.unique(energy(states), return_inverse=True)
     expected = np.bincount(level_of_state, weights=p, minlength=levels.size) * n
     observed = np.bincount(np.searchsorted(levels, energy(state.x)), minlength=levels.size)
-    keep = expected > 5
-    expected = expected[keep] * observed[keep].sum() / expected[keep].sum()
-    assert stats.chisquare(observed[keep], expected).pvalue > 1e-3
+    assert chisquare_p(observed, expected) > P_MIN
 
 
 @pytest.mark.parametrize("L", [4, 3])
 @pytest.mark.parametrize("neighbours", [(3, 3, 5, 9), (5, 3, 3, 9), (3, 9, 3, 3), (1, 2, 4, 5), (6, 6, 6, 6)])
 def test_potts_conditional_with_many_colours(L, neighbours, rng):
-    """q = 10, neighbour colours with repeats: the first-updated site follows exp(beta J n_c) exactly."""
+    """q = 10, neighbour colours with repeats: the first-updated site follows exp(beta J n_c) exactly (p > 1e-4 for
+    each beta: fails with probability 1e-4 per check when the update is exact)."""
     q, coupling, n = 10, 0.9, 40_000
     model = lattice_model((L, L), q, coupling)
     family, kernel = EnergyFamily(model), model.kernel
@@ -285,7 +311,7 @@ def test_potts_conditional_with_many_colours(L, neighbours, rng):
         pick = beta == b
         counts = np.bincount(state.x[pick, site].astype(int), minlength=q)
         expected = np.exp(b * coupling * n_c)
-        assert stats.chisquare(counts, pick.sum() * expected / expected.sum()).pvalue > 1e-3
+        assert chisquare_p(counts, pick.sum() * expected / expected.sum()) > P_MIN
 
 
 def test_metropolis_reports_acceptance(rng):
@@ -340,6 +366,8 @@ def ais_estimate(system, n_temps, n_paths, seed, schedule="linear"):
 
 
 def test_ais_ising_16x16():
+    """Within 4 se + 0.1 of Kaufman's log Z (fails with probability below 6e-5 if the se is right; ESS 256-287 of 400
+    paths over 8 seeds, z between -2.5 and +0.9) with se < 0.2 (0.031-0.038 over those seeds)."""
     system = ising(16, 0.4)
     est = ais_estimate(system, n_temps=1000, n_paths=400, seed=3)
     assert est.log_z_se < 0.2
@@ -347,6 +375,8 @@ def test_ais_ising_16x16():
 
 
 def test_ais_potts_4x4_exact_by_transfer_matrix():
+    """Within 4 se + 0.05 of the transfer-matrix log Z (fails with probability below 6e-5 if the se is right; ESS
+    270-303 of 400 over 12 seeds, z between -1.9 and +2.0) with se < 0.1 (0.028-0.035 over those seeds)."""
     system = potts(4, q=3, coupling=1.2)
     assert "transfer matrix" in system.model.log_z_source
     est = ais_estimate(system, n_temps=300, n_paths=400, seed=4, schedule="sigmoidal")
@@ -356,8 +386,12 @@ def test_ais_potts_4x4_exact_by_transfer_matrix():
 
 @pytest.mark.slow
 def test_ais_ising_32x32_neq_benchmark():
-    """The NEQ benchmark (exact 1339.2671): checkerboard Metropolis, K = 3000 sweeps, 300 paths (~30 s)."""
+    """The NEQ benchmark (exact 1339.2671): checkerboard Metropolis, K = 3000 sweeps, 300 paths (~30 s).
+
+    The weights are heavy-tailed (ESS 6.8 to 29 over 10 seeds, so ``ess > 5`` would fail for a few per cent of
+    them; ESS > 2 is an se below 0.71), the delta-method se is only roughly right and AIS is biased low: the 0.5
+    nats absorb that bias. Over 10 seeds the error was at most a third of the bound (z between -2.0 and +0.4)."""
     system = ising(32, 1.0, kernel="metropolis")
     est = ais_estimate(system, n_temps=3000, n_paths=300, seed=7)
-    assert est.diagnostics["ess"] > 5
+    assert est.diagnostics["ess"] > 2
     assert abs(est.log_z - system.log_z) < 4 * est.log_z_se + 0.5

@@ -1,5 +1,5 @@
-"""The import order of the data flow in docs/architecture.md: no pmz module imports a module of a higher layer, and no two modules
-import each other (directly or through others) at import time.
+"""The import order of the data flow in docs/architecture.md: no pmz module imports a module of a higher layer, and no
+two modules import each other (directly or through others) at import time.
 
 Layers, lowest first (a module may import its own layer and any lower one):
 

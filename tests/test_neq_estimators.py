@@ -2,7 +2,9 @@
 
 Truth: the toy's exact log Z = -log 10. Accuracy bounds are written-out z-scores |z| < 4; the cumulant estimators
 get an extra tolerance equal to their estimated leading neglected term (third cumulant / 6), which is their
-known bias when the work is not Gaussian.
+known bias when the work is not Gaussian. A 4-se bound fails with probability 6e-5 when the se is right; with 100
+skewed log weights the t-statistic's tails are heavier, so each test states the rate measured over many seeds (the
+seeds are fixed, but a numpy release may change the random stream).
 """
 
 import numpy as np
@@ -41,8 +43,9 @@ def toy(request):
 
 @pytest.fixture(scope="module", params=[100, 2000], ids=["M100", "M2000"])
 def toy_slow_switching(request):
-    """K = 200, tau = 0.5: near equilibrium, nearly Gaussian work (where RAISE and the cumulants are fair)."""
-    f, r, _ = gaussian_toy_works(request.param, request.param, K=200, tau=0.5, rng=np.random.default_rng(12))
+    """K = 1000, tau = 0.5: near equilibrium, nearly Gaussian work (where RAISE and the cumulants are fair; at K = 200
+    the reverse work was skewed enough that RAISE and the reverse cumulant missed 4 se in 2.5e-3 of the seeds)."""
+    f, r, _ = gaussian_toy_works(request.param, request.param, K=1000, tau=0.5, rng=np.random.default_rng(12))
     return f, r
 
 
@@ -66,15 +69,26 @@ def test_toy_records_and_exact_value():
 
 
 def test_toy_tau0_weights_unbiased():
-    """With exact moves (tau = 0) both Jarzynski identities hold: mean(w_f) ~ Z, mean(w_r) ~ 1/Z."""
+    """With exact moves (tau = 0) both Jarzynski identities hold: mean(w_f) ~ Z, mean(w_r) ~ 1/Z (4-se bounds: each
+    fails with probability about 6e-5; 20,000 paths near equilibrium, so the se is right)."""
     f, r, _ = gaussian_toy_works(20000, 20000, K=50, tau=0.0, rng=np.random.default_rng(3))
     assert_z(jarzynski(f, n_bootstrap=0))
     assert_z(raise_estimate(r, n_bootstrap=0))
 
 
 def test_toy_forward_ais_bar_histogram(toy):
+    """BAR, the histogram estimator and its posterior within 4 se of the truth (measured over 40,000 seeds of the
+    M = 100 toy: |z| > 4 for 1.5e-4 of them, 2e-4 at M = 2000; the posterior: none in 1,500 seeds). Forward AIS
+    alone is far from equilibrium here: its weights are heavy-tailed (ESS < 10% of the paths, pmz warns), its se too
+    small and its estimate biased low, so only the upper side of its error bar holds (z > 4 in 1 of 20,000 seeds at
+    M = 100, none at M = 2000; the two-sided bound failed 1.6e-2 of the time at M = 100) and the stochastic lower
+    bound lies below the truth (by more than 8 of its se in every one of 20,000 seeds)."""
     f, r = toy
-    for est in (jarzynski(f, n_bootstrap=0), bar(f, r, n_bootstrap=0), histogram(f, r)):
+    ais = jarzynski(f, n_bootstrap=0)
+    assert np.isfinite(ais.log_z_se) and ais.log_z_se > 0
+    assert ais.log_z < TRUTH + 4 * ais.log_z_se, (ais.log_z, ais.log_z_se)
+    assert ais.diagnostics["mean_log_w"] < TRUTH
+    for est in (bar(f, r, n_bootstrap=0), histogram(f, r)):
         assert_z(est)
     post = histogram_posterior(f, r, n_draws=1000, rng=np.random.default_rng(1))
     assert_z(post)
@@ -82,6 +96,9 @@ def test_toy_forward_ais_bar_histogram(toy):
 
 
 def test_toy_bounds_bracket_truth(toy):
+    """The stochastic bounds bracket the truth: over 20,000 seeds the lower bound lay at least 8 of its se below it and
+    the upper bound 13 of its se above it (M = 100), so the gap is at least 8 of its se and the inverted-bounds
+    warning (gap below -3 se) never fired."""
     f, r = toy
     est = stochastic_bounds(f, r)
     d = est.diagnostics
@@ -93,31 +110,40 @@ def test_toy_bounds_bracket_truth(toy):
 
 
 def test_toy_raise_and_cumulants_near_equilibrium(toy_slow_switching):
+    """RAISE and the three cumulant estimators within 4.5 se (plus the cumulants' neglected third-order term) of the
+    truth: over 40,000 seeds of the M = 100 toy one estimate missed 4.5 se (the forward cumulant, by 4.7; 4 se was
+    missed by 2e-4 to 5e-4 of them, RAISE and the reverse cumulant, whose t-statistics over 100 skewed log weights
+    have heavier tails than a normal's); none in 3,000 seeds at M = 2000."""
     f, r = toy_slow_switching
-    assert_z(raise_estimate(r, n_bootstrap=0))
+    assert_z(raise_estimate(r, n_bootstrap=0), z_max=4.5)
     est = cumulant(f, n_bootstrap=0)
-    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_forward"]))
+    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_forward"]), z_max=4.5)
     est = cumulant(reverse=r, n_bootstrap=0)
-    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_reverse"]))
+    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_reverse"]), z_max=4.5)
     est = cumulant(f, r, n_bootstrap=0)
     d = est.diagnostics
     assert est.method == "cumulant_combined"
-    assert_z(est, tol=(abs(d["third_cumulant_term_forward"]) + abs(d["third_cumulant_term_reverse"])) / 2)
+    assert_z(est, tol=(abs(d["third_cumulant_term_forward"]) + abs(d["third_cumulant_term_reverse"])) / 2, z_max=4.5)
 
 
 def test_toy_far_from_equilibrium_failure_modes():
     """At K = 10, tau = 0.5 RAISE is biased high (its reverse paths rarely reach the broad start density's tails,
-    and its se does not see what it misses) and the one-sided cumulants fail loudly (non-Gaussian work)."""
+    and its se does not see what it misses) and the one-sided cumulants fail loudly (non-Gaussian work).
+
+    20 repeats (10 left the mean z at or below 2 for 1e-3 to 2e-3 of the seeds): over 1,000 seeds of 20 repeats the
+    mean z was at least 2.8 and at least 14 of 20 z were positive (each is with probability 0.947: fewer than 13 has
+    binomial probability 4e-6); the forward cumulant's neglected term was at least 15 of its se (the warning needs 2)
+    and its estimate above the truth by at least 2.2 se in every one of 20,000 repeats."""
     rng = np.random.default_rng(5)
     z, warned = [], 0
-    for _ in range(10):
+    for _ in range(20):
         f, r, _ = gaussian_toy_works(200, 200, rng=rng)
         rev = raise_estimate(r, n_bootstrap=0)
         z.append((rev.log_z - TRUTH) / rev.log_z_se)
         fwd = cumulant(f, n_bootstrap=0)
         warned += fwd.log_z > TRUTH and any("far from Gaussian" in w for w in fwd.warnings)
-    assert np.mean(z) > 2 and np.sum(np.array(z) > 0) >= 7
-    assert warned == 10
+    assert np.mean(z) > 2 and np.sum(np.array(z) > 0) >= 13
+    assert warned == 20
 
 
 # ---------------------------------------------------------------- exact agreements between estimators
@@ -139,7 +165,9 @@ def test_bar_histogram_fixed_point_agree(seed):
 
 
 def test_gaussian_work_cumulants_exact_in_expectation():
-    """Gaussian work with Crooks: all three cumulant estimators and BAR are consistent."""
+    """Gaussian work with Crooks: all three cumulant estimators and BAR are consistent (4-se bounds, each fails with
+    probability about 6e-5: Gaussian work, thousands of paths). The bootstrap se (400 replicates) matches the delta
+    method's within 15%: over 400 seeds their ratio had sd 0.035, so this is a 4-sd bound."""
     rng = np.random.default_rng(4)
     work_f, work_r = crooks_gaussian_works(rng, -1.3, 1.5, 4000, 3000)
     f, r = records(work_f, work_r)
@@ -189,6 +217,8 @@ def test_bar_matches_pymbar(seed):
 
 
 def test_bar_large_work_no_overflow():
+    """Works of 1500 nats: BAR agrees with pymbar (same data) and lies within 4 se of the truth (fails with
+    probability about 6e-5: Gaussian work; over 300 seeds the z-scores had sd 1.02)."""
     other = pytest.importorskip("pymbar.other_estimators")
     rng = np.random.default_rng(7)
     work_f, work_r = crooks_gaussian_works(rng, -1500.0, 4.0, 300, 200)
@@ -231,13 +261,19 @@ def test_bar_n_eff_r_matches_deduplicated_sample():
 
 
 def test_bar_bootstrap_and_diagnostics(toy):
+    """Diagnostics of BAR on the toy. Measured over 3,000 seeds (M = 100) and 600 (M = 2000): the bootstrap-to-
+    asymptotic se ratio has sd 0.12 and 0.07 (so rel 0.5 and 0.3 are 4-sd bounds); BAR lay at least 8 se inside the
+    stochastic bounds; the overlap 0.19 +- 0.03 (0.19 +- 0.007), so 0.05 < overlap < 0.5 by more than 4 sd and no
+    overlap warning (below 0.03); the ML se within 11% of Bennett's. The two Jarzynski estimates are reported
+    exactly (their order is not a property: the forward one is below the reverse one in 94% of the seeds only)."""
     f, r = toy
     est = bar(f, r, rng=np.random.default_rng(2), n_bootstrap=100)
     d = est.diagnostics
     assert est.method == "bar" and est.log_z_se == d["se_bennett"]
-    assert d["se_bootstrap"] == pytest.approx(est.log_z_se, rel=0.3)
+    assert d["se_bootstrap"] == pytest.approx(est.log_z_se, rel=0.5 if f.n_paths < 1000 else 0.3)
     assert d["lower"] < est.log_z < d["upper"]
-    assert d["jarzynski_forward"] < d["jarzynski_reverse"]
+    assert d["jarzynski_forward"] == pytest.approx(jarzynski(f, n_bootstrap=0).log_z, abs=1e-12)
+    assert d["jarzynski_reverse"] == pytest.approx(raise_estimate(r, n_bootstrap=0).log_z, abs=1e-12)
     assert 0.05 < d["overlap"] < 0.5 and est.warnings == []
     assert d["se_ml"] == pytest.approx(d["se_bennett"], rel=0.2)
     assert d["bootstrap_log_z"].shape == (100,)
@@ -246,6 +282,7 @@ def test_bar_bootstrap_and_diagnostics(toy):
 
 
 def test_bar_poor_overlap_warns():
+    """Forward and negated reverse works 20 nats apart with sd 0.5: no overlap for any seed."""
     f, r = records(np.random.default_rng(0).normal(10.0, 0.5, 100), np.random.default_rng(1).normal(10.0, 0.5, 100))
     est = bar(f, r, n_bootstrap=0)
     assert est.diagnostics["overlap"] < 0.03
@@ -258,7 +295,9 @@ def test_bar_poor_overlap_warns():
 
 
 def test_histogram_posterior_matches_bar():
-    """Well-overlapping data: posterior mean ~ BAR, posterior sd ~ BAR's asymptotic se (within 20%)."""
+    """Well-overlapping data: posterior mean ~ BAR, posterior sd ~ BAR's asymptotic se (within 20%). Over 400 seeds
+    (data and sampler): (posterior mean - BAR) / se had sd 0.03 (bound 0.2), the sd ratio sd 0.016 (bound 0.2) and
+    the draws' ESS was at least 776 (bound 300)."""
     f, r, _ = gaussian_toy_works(500, 400, K=50, tau=0.5, rng=np.random.default_rng(13))
     ref = bar(f, r, n_bootstrap=0)
     post = histogram_posterior(f, r, n_draws=3000, n_burn=200, rng=np.random.default_rng(14))
@@ -338,7 +377,12 @@ def test_bad_weights_raise():
 @pytest.mark.slow
 def test_bar_and_posterior_coverage_on_toy():
     """200 repeats of the default toy (M = 100 each way): BAR's 95% interval (asymptotic se) and the histogram
-    posterior's 95% credible interval cover -log 10 about 190 times (measured: 188 and 187 with this seed)."""
+    posterior's 95% credible interval cover -log 10 about 190 times (measured: 188 and 187 with this seed).
+
+    Measured coverage over 40,000 repeats (BAR) and 3,000 (posterior): 0.949 and 0.946, so fewer than 175 of 200 has
+    binomial probability 1.5e-5 and 3.3e-5 (fewer than 180, the former bound: 1.6e-3 and 2.9e-3). BAR's z-scores
+    over 40,000 repeats: mean 0.007, sd 1.008; the mean of 200 is off by 0.3 with probability 3e-5 (0.25: 5e-4),
+    their sd below 0.8 or above 1.25 with probability 1.5e-5."""
     rng = np.random.default_rng(123)
     n_rep, covered_bar, covered_post, z = 200, 0, 0, []
     for _ in range(n_rep):
@@ -350,5 +394,5 @@ def test_bar_and_posterior_coverage_on_toy():
         lo, hi = np.quantile(draws, [0.025, 0.975])
         covered_post += lo < TRUTH < hi
     print(f"BAR coverage {covered_bar}/{n_rep}, histogram posterior coverage {covered_post}/{n_rep}")
-    assert covered_bar >= 180 and covered_post >= 180
-    assert abs(np.mean(z)) < 0.25 and 0.8 < np.std(z) < 1.25
+    assert covered_bar >= 175 and covered_post >= 175
+    assert abs(np.mean(z)) < 0.3 and 0.8 < np.std(z) < 1.25

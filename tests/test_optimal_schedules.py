@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from pmz.families.base import TemperedFamily
 from pmz.model.parts import LogDensityParts
@@ -112,9 +113,13 @@ def test_metric_drops_nan_extrapolates_flat_and_floors():
 
 
 def test_metric_smoothing_removes_noise_and_outliers():
-    rng = np.random.default_rng(3)
+    """A pure function on a hand-built input: the exact metric times log-normal noise of sd 0.2, one collapsed and
+    one outlying point. The noise is an equidistributed (Weyl) sequence through the normal quantile function, so
+    the input does not depend on a random stream (with a Generator's draws the bounds below failed for 2.4% of the
+    seeds)."""
     pilot = exact_optimal_schedule(40)
-    noisy = exact_metric(pilot) * np.exp(0.2 * rng.standard_normal(pilot.size))
+    z = stats.norm.ppf((np.arange(1, pilot.size + 1) * np.sqrt(2.0)) % 1.0)  # sd 0.98, no seed involved
+    noisy = exact_metric(pilot) * np.exp(0.2 * z)
     noisy[10] = 0.0  # a collapsed particle set
     noisy[25] *= 50.0  # an outlier
     grid, smooth = thermodynamic_metric(pilot, noisy)
@@ -176,6 +181,10 @@ def test_action_rules_and_predicted_variance(metric):
 
 
 def test_perfect_transition_ais_variance_matches_prediction(metric, rng):
+    """Sample variances of 4000 log weights against the exact perfect-transition prediction: over 40 seeds their
+    relative error had sd 2.1% (optimal schedule) and 3.0% (linear, heavier tails), so the bounds 0.1 and 0.15 are
+    about 5 sd (fail with probability below 1e-5); against EXACT_LENGTH^2 / K the optimal one is 5% high by
+    discretisation (bound 0.2). The linear schedule's variance was at least 6.8 times the optimal one's (bound 4)."""
     grid, g = metric
     K, n_paths = 100, 4000
     optimal = constant_speed_schedule(grid, g, K)
@@ -246,6 +255,11 @@ def test_next_beta_by_cess(rng):
 
 
 def test_varopt_and_adaptive_through_evidence(tmp_path):
+    """The schedule rules through pmz.evidence (AIS, 64 paths). The optimal rules' log Z is within 4 se + 0.1 of the
+    truth, se < 1.5: over 60 seeds their se ranged 0.16-1.17 (median 0.23) and no error exceeded 3.1 se + 0.1; the
+    se is about 20% optimistic at 64 paths, so each bound fails with probability about 2e-4. The linear schedule is
+    run for the plot and its records but not checked against the truth: with Var[log w] about 50 its 64-path se
+    is not reliable (its error exceeded 4 se + 0.1 on 1 of 60 seeds: seed 15, -1.84 with se 0.38, ESS 7)."""
     import matplotlib
 
     import pmz
@@ -267,7 +281,9 @@ def test_varopt_and_adaptive_through_evidence(tmp_path):
         assert float(res.evidence["var_log_w_predicted"]) > 0 and float(res.evidence["var_log_w"]) > 0
         tuning = json.loads(res.work.attrs["tuning"])
         assert tuning["pilot_grad_evals"] > 0  # the pilot's cost is counted
-        assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.1
+        if rule != "linear":
+            assert res.log_z_se < 1.5
+            assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.1
         results[f"{rule}{extra}"] = res
     axes = pmz.plot_schedule(results)
     assert len(axes) == 3
@@ -285,10 +301,13 @@ def test_varopt_and_adaptive_through_evidence(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("system", ["normal_mean", "linear_regression", "ising"])
 def test_varopt_has_lower_log_weight_variance_than_linear(system):
-    """AIS at the same K on known-truth systems: the VAROPT schedule's Var[log w] is lower than the linear
-    schedule's in every one of 3 paired repeats (measured ratios: about 0.05-0.1 on the regressions, whose metric
-    falls by orders of magnitude along the path; 0.7-0.9 on the 8 x 8 Ising model, whose metric only peaks near
-    the critical coupling)."""
+    """AIS at the same K on known-truth systems: on the regressions, whose metric falls by orders of magnitude along
+    the path, the VAROPT schedule's Var[log w] is lower than the linear schedule's in every one of 3 paired repeats
+    and the median ratio is below 0.5 (over 16 seeds each: ratios 0.03-0.21, log-ratio sd 0.26-0.39, so a ratio of
+    1 is 7 sd away). On the 8 x 8 Ising model, whose metric only peaks near the critical coupling, the gain is small
+    against the spread of a 128-path variance (over 61 seeds: ratios 0.27-1.68, geometric mean 0.69, above 1 on 18%
+    of them): there the test asserts that VAROPT is not worse, the geometric mean of the 3 ratios below 1.6 (4 sd of
+    a 3-repeat mean log ratio above its mean: fails with probability about 3e-5)."""
     import pmz
     from pmz import systems
 
@@ -299,6 +318,8 @@ def test_varopt_has_lower_log_weight_variance_than_linear(system):
         var_linear = float(pmz.evidence(truth.model, schedule="linear", **kw).evidence["var_log_w"])
         var_varopt = float(pmz.evidence(truth.model, schedule="varopt", **kw).evidence["var_log_w"])
         ratios.append(var_varopt / var_linear)
-    assert np.all(np.array(ratios) < 1), ratios
-    if system != "ising":
+    if system == "ising":
+        assert np.exp(np.mean(np.log(ratios))) < 1.6, ratios
+    else:
+        assert np.all(np.array(ratios) < 1), ratios
         assert np.median(ratios) < 0.5, ratios

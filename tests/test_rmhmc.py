@@ -3,7 +3,9 @@ step method and AIS with it.
 
 Truths: GP regression (Gaussian likelihood) has an exact posterior and evidence; for the 5-point probit GP the
 posterior moments come from importance sampling with 400,000 prior draws (ESS ~ 1e5: their error is included in
-the bounds) and the evidence is an orthant probability (Genz's algorithm in SciPy). Fixed seeds, |z| < 4.
+the bounds) and the evidence is an orthant probability (Genz's algorithm in SciPy). Fixed seeds, |z| < 4: one such
+bound fails with probability about 6e-5 when the se is right, so a test with m of them fails with probability about
+m x 6e-5 (each test says its m).
 """
 
 
@@ -318,7 +320,11 @@ def test_metric_algebra_per_matrix_lapack_path(reparameterize):
 
 def test_anderson_acceleration_reaches_the_same_fixed_points():
     """The implicit updates solved with Anderson mixing (default depth 2) and by the plain iteration (depth 0):
-    same random numbers, same proposals to within the tolerance, same accept decisions, fewer iterations."""
+    same random numbers, same proposals to within the tolerance, same accept decisions, fewer iterations.
+
+    Over 8 seeds: both converged for 92.5-97% of the 200 particles (binomial sd 0.017: the former bound 0.9 was 2.5
+    sd below the mean, 0.8 is 8 sd), the proposals agreed to 1e-9, every accept decision agreed, and Anderson
+    needed 0.60-0.61 of the iterations."""
     model = probit_model()
     s = gp_structure(model)
     family = PowerPosterior(CompiledModel(model))
@@ -330,7 +336,7 @@ def test_anderson_acceleration_reaches_the_same_fixed_points():
         out[depth] = kernel.step(np.random.default_rng(9), state, family, 1.0, KernelParams(0.2, np.ones(5), 5))
     (s0, i0), (s2, i2) = out[0], out[2]
     both = i0.converged & i2.converged
-    assert both.mean() > 0.9
+    assert both.mean() > 0.8
     np.testing.assert_allclose(s2.x[both], s0.x[both], atol=1e-7)
     np.testing.assert_allclose(i2.energy_error[both], i0.energy_error[both], atol=1e-6)
     assert np.mean(i2.accepted[both] == i0.accepted[both]) > 0.99
@@ -338,6 +344,8 @@ def test_anderson_acceleration_reaches_the_same_fixed_points():
 
 
 def test_momentum_draws_have_covariance_g():
+    """The sample covariance of 20,000 momentum draws within 4.5 se of G in each of its 15 distinct entries: fails
+    with probability about 1e-4 (15 x 6.8e-6; the largest of the 15 z-scores was below 3.7 in 300 seeds)."""
     s = _structure("probit", False)
     metric = GPMetric(s)
     V = np.tile(np.linspace(-1, 1, 5), (20_000, 1))
@@ -354,7 +362,8 @@ def test_momentum_draws_have_covariance_g():
 def test_kernel_leaves_the_gaussian_posterior_invariant():
     """GP regression at beta = 0.4 and 1 (one beta per particle): 2 x 1000 exact draws of the tempered posterior,
     three RMHMC transitions; means and variances of every coordinate stay exact (independent particles: the
-    MCSE is sd / sqrt(N))."""
+    MCSE is sd / sqrt(N)). 32 z-scores at 4: fails with probability about 2e-3 when the kernel is exact (the largest
+    was 1.4-2.8 over 10 seeds); acceptance 0.92-0.93 over those seeds (bound 0.8, 2000 particles)."""
     model = regression_model()
     s = gp_structure(model)
     family = PowerPosterior(CompiledModel(model))
@@ -384,7 +393,9 @@ def test_kernel_leaves_the_gaussian_posterior_invariant():
 def test_kernel_leaves_the_probit_posterior_invariant(probit_truth):
     """5-point probit GP at beta = 0.5 and 1: 2 x 1500 draws resampled from the importance-sampling truth, three
     transitions (the position-dependent metric with its implicit updates); moments stay within 4 se (particle MCSE
-    and the importance sampler's own error)."""
+    and the importance sampler's own error). 20 z-scores at 4: fails with probability about 1.3e-3 when the kernel
+    is exact (the largest was 1.5-2.4 over 6 seeds); acceptance 0.94-0.95 and converged 0.99 over those seeds (bounds
+    0.7 and 0.9); the importance sampler's ESS is 6.1e4-6.3e4 at beta = 1 over 8 seeds (bound 5e4)."""
     s = probit_truth["structure"]
     model = probit_model()
     family = PowerPosterior(CompiledModel(model))
@@ -409,7 +420,12 @@ def test_kernel_leaves_the_probit_posterior_invariant(probit_truth):
 
 
 def test_failed_fixed_point_iterations_are_rejected():
-    """A step size far too large: the implicit updates diverge; those proposals are rejected, nothing is NaN."""
+    """A step size far too large: the implicit updates diverge; those proposals are rejected, nothing is NaN (none
+    of the 50 particles converged in any of 300 seeds: more than 10 is certain).
+
+    The rejected particles keep their start, log density included. That is -inf at some starts for most seeds (177
+    of 200): the probit as written in PyMC, log(1 - Phi(f)) at f > 8.3, underflows (the stable form gives about
+    -67), so U is finite wherever the start's is, not everywhere."""
     model = probit_model()
     s = gp_structure(model)
     family = PowerPosterior(CompiledModel(model))
@@ -419,59 +435,84 @@ def test_failed_fixed_point_iterations_are_rejected():
     new, info = kernel.step(rng, state, family, 1.0, KernelParams(4.0, np.ones(5), 3))
     assert (~info.converged).sum() > 10
     assert not info.accepted[~info.converged].any() and np.all(info.acceptance[~info.converged] == 0)
-    assert np.all(np.isfinite(new.x)) and np.all(np.isfinite(new.parts.U))
+    assert np.all(np.isfinite(new.x)) and not np.any(np.isnan(new.parts.U))
+    assert np.all(np.isfinite(new.parts.U[np.isfinite(state.parts.U)]))
     np.testing.assert_array_equal(new.x[~info.converged], state.x[~info.converged])
+    np.testing.assert_array_equal(new.parts.U[~info.converged], state.parts.U[~info.converged])
 
 
 # ------------------------------------------------------------------------------------------- PyMC step method
 
 
-def _z_scores(idata, var_name, mean, var):
+def _z_scores(idata, var_name, mean, var, log_var=False):
     """z-scores of the posterior mean and variance of each coordinate, with ArviZ's MCSE (of the mean of x, and of
-    the mean of (x - mean)^2 for the variance)."""
+    the mean of (x - mean)^2 for the variance). ``log_var``: the variance's z-score on the log scale,
+    ``log(v / var) / (mcse_v / v)``: a variance estimate and its MCSE from a short chain are low (or high) together,
+    which gives the linear z-score a heavy tail; their ratio, a relative error, is far steadier."""
     post = idata.posterior[var_name]
     dev2 = (post - post.mean(("chain", "draw"))) ** 2
     mcse_mean = az.mcse(post.to_dataset(name="x"), method="mean")["x"].values
     mcse_var = az.mcse(dev2.to_dataset(name="x"), method="mean")["x"].values
     z_mean = (post.mean(("chain", "draw")).values - mean) / mcse_mean
-    z_var = (dev2.mean(("chain", "draw")).values - var) / mcse_var
+    v = dev2.mean(("chain", "draw")).values
+    z_var = np.log(v / var) / (mcse_var / v) if log_var else (v - var) / mcse_var
     return z_mean, z_var, mcse_mean
 
 
 def test_step_method_samples_the_exact_gp_regression_posterior():
     """pm.sample(step=GPRMHMC()) on GP regression (centred f): posterior means and variances of f within 4 MCSE of the
-    exact conjugate posterior."""
+    exact conjugate posterior.
+
+    Measured over 120 seeds (60 on each stack): the 8 mean z-scores had RMS 0.8 (none beyond 3.7): 4 MCSE fails with
+    probability below 5e-4. The linear variance z-scores reached 4.5, beyond 4 in 2 of 60 seeds on PyMC 5 (a
+    variance and its MCSE from a short chain are low together); on the log scale their RMS is 1.0 and none passed
+    3.8, so 4.5 fails with probability about 1e-4 for the 8. The MCSE was at most 0.02 sd (cap 0.1). A Gaussian
+    likelihood gives a constant metric: explicit updates and small energy errors, so no divergence for any seed."""
     model = regression_model(reparameterize=False)
     s = gp_structure(model)
     mean, cov = exact_regression_posterior(s)
     with model:
         idata = pm.sample(draws=600, tune=200, chains=2, cores=1, step=pmz.GPRMHMC(n_leapfrog=4), random_seed=SEED,
                           **SAMPLE)
-    z_mean, z_var, mcse = _z_scores(idata, "f", mean, np.diag(cov))
-    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_var) < 4), (z_mean, z_var)
+    z_mean, z_var, mcse = _z_scores(idata, "f", mean, np.diag(cov), log_var=True)
+    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_var) < 4.5), (z_mean, z_var)
     assert np.all(mcse < 0.1 * np.sqrt(np.diag(cov)))  # error bars small enough to mean something
     assert idata.sample_stats.diverging.sum() == 0
 
 
+@pytest.mark.slow  # long chains, for the moments' bound
 def test_step_method_samples_the_probit_posterior(probit_truth):
     """pm.sample(step=GPRMHMC()) on the whitened 5-point probit GP: the draws of f_rotated_ agree with the
-    importance-sampling truth (within 4 MCSE); the step size is tuned towards acceptance 0.8."""
+    importance-sampling truth; the step size is tuned towards acceptance 0.8.
+
+    Measured over 100 seeds (60 on PyMC 6, 40 on PyMC 5): the 5 mean z-scores had RMS 1.0-1.1, none beyond 3.7: 4
+    MCSE fails with probability about 1e-3 for the 5. The linear variance z-scores had a heavy tail (5.2 and 4.8 in
+    2 of 150 seeds, a variance and its MCSE from a short chain being low together); on the log scale their RMS is
+    1.07-1.15 and none passed 4.1 in 100 seeds, so 4.5 (3.9 of their sd) fails with probability about 5e-4 for the 5.
+    The MCSE was at most 0.036 sd in 18 seeds (cap 0.1); the acceptance 0.84-0.93 over 68 seeds (sd 0.02: the
+    former upper bound 0.95 was 2.5 sd above the mean, 0.98 is 4; an untuned small step gives about 1); divergent
+    draws at most 6% in 18 seeds (mean 4%, bound 10%)."""
     t = probit_truth[1.0]
     with probit_model():
         idata = pm.sample(draws=400, tune=200, chains=2, cores=1, step=pmz.GPRMHMC(n_leapfrog=5), random_seed=SEED,
                           **SAMPLE)
-    z_mean, z_var, mcse = _z_scores(idata, "f_rotated_", t["mean"], t["var"])
-    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_var) < 4), (z_mean, z_var)
+    z_mean, z_var, mcse = _z_scores(idata, "f_rotated_", t["mean"], t["var"], log_var=True)
+    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_var) < 4.5), (z_mean, z_var)
     assert np.all(mcse < 0.1 * np.sqrt(t["var"]))
     stats_ = idata.sample_stats
-    assert 0.6 < float(stats_.accept.mean()) < 0.95
+    assert 0.6 < float(stats_.accept.mean()) < 0.98
     assert float(stats_.n_fixed_point.mean()) > 0 and float(stats_.diverging.mean()) < 0.1
     assert np.ptp(stats_.step_size.values, axis=1).max() == 0  # frozen after tuning
 
 
+@pytest.mark.slow  # a long NUTS reference run
 def test_step_method_agrees_with_a_long_nuts_run():
-    """The 5-point probit GP: GPRMHMC's posterior means and sds of f_rotated_ agree with a long NUTS run (|z| < 4
-    with both runs' MCSEs)."""
+    """The 5-point probit GP: GPRMHMC's posterior means and sds of f_rotated_ agree with a long NUTS run, with both
+    runs' MCSEs: the means within 4 (5 z-scores: fails with probability about 3e-4 if the MCSEs are right), the sds
+    within 4.5 on the log scale (GPRMHMC's sd and its MCSE from 800 draws are low together, and that MCSE is up to
+    15% small). Over 70 seeds (40 on PyMC 6, 30 on PyMC 5): mean z-scores RMS 0.9, at most 3.1; linear sd z-scores
+    RMS 1.06-1.17, 4.1 in one seed on PyMC 5; log-scale sd z-scores RMS 1.04-1.15, at most 3.8 (4.5 fails with
+    probability about 5e-4 for the 5). MCSE / sd at most 0.015 (NUTS, cap 0.05) and 0.029 (GPRMHMC, cap 0.15)."""
     with probit_model():
         rm = pm.sample(draws=400, tune=200, chains=2, cores=1, step=pmz.GPRMHMC(n_leapfrog=5), random_seed=SEED + 1,
                        **SAMPLE)
@@ -479,11 +520,12 @@ def test_step_method_agrees_with_a_long_nuts_run():
     summaries = [az.summary(r, var_names=["f_rotated_"], kind="all") for r in (rm, nuts)]
     (a, b) = summaries
     z_mean = (a["mean"] - b["mean"]) / np.hypot(a["mcse_mean"], b["mcse_mean"])
-    z_sd = (a["sd"] - b["sd"]) / np.hypot(a["mcse_sd"], b["mcse_sd"])
-    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_sd) < 4), (z_mean, z_sd)
+    z_sd = np.log(a["sd"] / b["sd"]) / np.hypot(a["mcse_sd"] / a["sd"], b["mcse_sd"] / b["sd"])
+    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_sd) < 4.5), (z_mean, z_sd)
     assert np.all(b["mcse_mean"] < 0.05 * b["sd"]) and np.all(a["mcse_mean"] < 0.15 * a["sd"])
 
 
+@pytest.mark.slow  # starts fresh processes (each imports PyMC)
 def test_step_method_is_reproducible_across_cores():
     """Same random_seed: identical draws with cores=1 and cores=2 (the step pickles without its compiled model)."""
     runs = []
@@ -500,19 +542,25 @@ def test_step_method_is_reproducible_across_cores():
 
 
 def test_ais_with_rmhmc_gp_regression_exact_evidence():
-    """AIS (power posterior) with the RMHMC kernel instance on GP regression: log p(y) = log N(y; 0, K + s^2 I)."""
+    """AIS (power posterior) with the RMHMC kernel instance on GP regression: log p(y) = log N(y; 0, K + s^2 I).
+
+    Within 4 se + 0.05: fails with probability about 6e-5. The se was 0.059-0.098 over 36 seeds (ESS 58-81 of 128
+    paths), so the former cap 0.1 failed for about 1 seed in 100; the cap 0.15 means an ESS below 33."""
     model = regression_model()
     s = gp_structure(model)
     exact = stats.multivariate_normal(s.mean, s.cov + SIGMA**2 * np.eye(8)).logpdf(s.y)
     res = pmz.evidence(model, method="ais", kernel=GPRiemannianHMC(s), n_paths=128, n_temps=200, n_leapfrog=3,
                        random_seed=SEED, progressbar=False)
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 0.05, (res.log_z, exact, res.log_z_se)
-    assert res.log_z_se < 0.1
+    assert res.log_z_se < 0.15
     assert res.run_attrs["kernel"] == "rmhmc"
 
 
+@pytest.mark.slow  # a long AIS run for a tight bound
 def test_ais_with_rmhmc_probit_gp_orthant_evidence():
-    """AIS with kernel="rmhmc" on the 5-point probit GP: log p(y) = log P(y_i z_i > 0), z ~ N(0, K + I)."""
+    """AIS with kernel="rmhmc" on the 5-point probit GP: log p(y) = log P(y_i z_i > 0), z ~ N(0, K + I).
+
+    Within 4 se + 0.05: fails with probability about 6e-5; se 0.07-0.09 over 6 seeds (cap 0.15)."""
     model = probit_model()
     s = gp_structure(model)
     sign = 2 * s.y - 1

@@ -1,4 +1,12 @@
-"""Resample-move SMC and ARM: resampling schemes, the estimator, and log Z against exact values."""
+"""Resample-move SMC and ARM: resampling schemes, the estimator, and log Z against exact values.
+
+Fixed seeds. A log Z bound is 4 se of the run's own error bar plus a small tolerance (fails with probability about
+6e-5 when the se is right), always with a cap on the se so that the bound means something. The se of 4 runs is
+their Student-t between-run se (sd / 2 with 3 degrees of freedom, times 1.62): it varies a lot from seed to seed,
+so a cap is set near 3 times its median over 15-25 seeds (2.99 = the 1 - 1e-4 quantile of sqrt(chi2_3 / 3) over
+its median): exceeded with probability about 1e-4. The former caps (0.06-0.08) were exceeded on 2-30% of the seeds
+in some cases.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +38,9 @@ def _quiet_evidence(model, **options):
 # ------------------------------------------------------------------------------------------------ resampling
 @pytest.mark.parametrize("scheme", sorted(RESAMPLING_SCHEMES))
 def test_resampling_is_unbiased(scheme):
-    """E[copies of particle i] = n w_i: mean counts over 20000 repeats within 4 Monte Carlo se of n w_i."""
+    """E[copies of particle i] = n w_i: mean counts over 20000 repeats within 4 Monte Carlo se of n w_i (7 bounds
+    of 6e-5 each: about 4e-4 per scheme when the scheme is unbiased). The count bounds of systematic and residual
+    resampling hold by construction."""
     rng = np.random.default_rng(11)
     w = np.array([0.005, 0.3, 0.12, 0.0, 0.075, 0.25, 0.05, 0.2])
     with np.errstate(divide="ignore"):
@@ -120,9 +130,12 @@ def test_estimator_formulas_and_the_disagreement_warning():
 @pytest.mark.parametrize("system", ["normal_mean", "linear_regression", "poisson_gamma"])
 @pytest.mark.parametrize("method", ["smc", "arm"])
 def test_tempered_smc_matches_exact_log_z(system, method):
+    """log Z within 4 se + 0.05 of the exact value (6e-5 if the se is right). se cap (module docstring): median se
+    over 20-25 seeds 0.028 (normal_mean), 0.055 (linear_regression, smc) and 0.025 (poisson_gamma)."""
     truth = getattr(pmz.systems, system)()
     res = _quiet_evidence(truth.model, method=method, random_seed=3, n_particles=500)
-    assert res.log_z_se < 0.08  # the between-run se of 4 runs carries the Student-t factor 1.62
+    cap = {"normal_mean": 0.1, "linear_regression": 0.17, "poisson_gamma": 0.08}[system]
+    assert res.log_z_se < cap  # the between-run se of 4 runs carries the Student-t factor 1.62
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
     sg = res.smc
     assert sg.attrs["sequence"] == "tempering" and sg.attrs["algorithm"] == ("rm" if method == "smc" else "arm")
@@ -134,11 +147,13 @@ def test_tempered_smc_matches_exact_log_z(system, method):
 
 @pytest.mark.parametrize("system", ["normal_mean", "nig_regression"])
 def test_data_annealing_and_tempering_agree(system):
+    """Each within 4 se + 0.05 of the exact value and of each other (6e-5 each if the ses are right), se < 0.25
+    (module docstring: median se of data annealing on nig_regression 0.078 over 15 seeds)."""
     truth = getattr(pmz.systems, system)()
     data = _quiet_evidence(truth.model, method="arm", sequence="data", random_seed=4, n_particles=500)
     tempered = _quiet_evidence(truth.model, method="smc", sequence="tempering", random_seed=4, n_particles=500)
     for res in (data, tempered):  # one observation can move a vague prior a lot: data annealing is harder
-        assert res.log_z_se < 0.15
+        assert res.log_z_se < 0.25
         assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     se = np.hypot(data.log_z_se, tempered.log_z_se)
     assert abs(data.log_z - tempered.log_z) < 4 * se + 0.05
@@ -149,6 +164,8 @@ def test_data_annealing_and_tempering_agree(system):
 
 
 def test_data_annealing_options():
+    """Stage positions by construction; log Z within 4 se + 0.05 (6e-5 if the se is right), se < 0.2 (module
+    docstring: median se 0.064 over 25 seeds)."""
     truth = pmz.systems.normal_mean(n_obs=6)
     cm = CompiledModel(truth.model)
     seq = DataAnnealingSequence(cm, HamiltonianMC(3), order="given", obs_per_stage=4)
@@ -167,26 +184,31 @@ def test_data_annealing_options():
     res = _quiet_evidence(truth.model, method="smc", sequence="data", order=np.arange(6)[::-1], obs_per_stage=2,
                           random_seed=1, n_particles=300)
     np.testing.assert_array_equal(np.asarray(res.smc["position"])[:3], [2.0, 4.0, 6.0])
-    assert res.log_z_se < 0.1
+    assert res.log_z_se < 0.2
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
 
 
 @pytest.mark.parametrize("variant", ["anticipate", "reseed"])
-def test_arm_variants_match_exact_log_z(variant):
-    truth = pmz.systems.linear_regression()
+def test_arm_variants_match_exact_log_z(variant, systems):
+    """log Z within 4 se + 0.05 of the exact value (6e-5 if the se is right), se < 0.15 (module docstring: median se
+    0.036 and 0.048 over 15 seeds)."""
+    truth = systems["linear_regression"]
     res = _quiet_evidence(truth.model, method="arm", variant=variant, random_seed=5, n_particles=400)
-    assert res.log_z_se < 0.06
+    assert res.log_z_se < 0.15
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     assert res.smc.attrs["algorithm"] == f"arm_{variant}"
 
 
+@pytest.mark.slow  # a digits-sized RBM
 def test_arm_on_digits_rbm_unit_by_unit():
-    """ARM over the RBM's visible units, hidden units summed out (ARM eq 13-14), within 4 se + 0.1 of exact."""
+    """ARM over the RBM's visible units, hidden units summed out (ARM eq 13-14), within 4 se + 0.1 of exact (6e-5
+    if the se is right), se < 0.45 (module docstring: median se 0.15 over 9 seeds, largest 0.24). About 4000
+    particles per stage on average on every seed tried (bound 1000)."""
     truth = pmz.systems.rbm_digits(20)
     res = _quiet_evidence(
         truth.model, method="arm", sequence="units", random_seed=2, n_particles=1000, n_steps_per_temp=2
     )
-    assert res.log_z_se < 0.3
+    assert res.log_z_se < 0.45
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.1, (res.log_z, res.log_z_se, truth.log_z)
     sg = res.smc
     assert sg.attrs["label"] == "n_units" and np.asarray(sg["position"])[-1] == 64
@@ -195,7 +217,9 @@ def test_arm_on_digits_rbm_unit_by_unit():
 
 def test_unit_sequence_increments_are_exact_on_a_small_rbm():
     """Sequential importance sampling over the units (no moves, no resampling) is unbiased for Z: check it against
-    enumeration on a 6 x 4 RBM, and the start normaliser sum_h softplus(b_h)."""
+    enumeration on a 6 x 4 RBM within 4 se + 1e-3 (6e-5 if the se is right), and the start normaliser
+    sum_h softplus(b_h). The weighted means of the units: over 100 seeds the largest error was 0.014 (rms 0.006),
+    bound 0.03."""
     from pmz.systems.rbm import random_rbm
 
     rbm = random_rbm(6, 4, seed=3)
@@ -221,11 +245,14 @@ def test_unit_sequence_increments_are_exact_on_a_small_rbm():
     np.testing.assert_allclose(mean, p @ V, atol=0.03)
 
 
-def test_arm_uses_fewer_moves_than_rm_at_no_larger_variance():
+@pytest.mark.slow  # a spread over repeated runs
+def test_arm_uses_fewer_moves_than_rm_at_no_larger_variance(systems):
     """On the normal-mean model with a linear 20-step schedule (hard first steps), ARM with R = 250 against
-    resample-move with R = 500, 100 independent runs each: ARM makes half the particle moves and its variance of
-    log Z is not larger (one-sided F test at the 1% level)."""
-    truth = pmz.systems.normal_mean()
+    resample-move with R = 500, 100 independent runs each: ARM makes half the particle moves (0.50 of the moves and 0.53
+    of the gradient evaluations on every seed tried, bounds 0.6 and 0.7) and its variance of log Z is not larger: a
+    one-sided F test at the 1e-4 level (the measured variance ratio is 0.9-1.0, so a 1% level would fail on about
+    1% of the seeds). Each mean of 100 run estimates is within 4 se + 0.01 of the truth (6e-5 each)."""
+    truth = systems["normal_mean"]
     family = PowerPosterior(CompiledModel(truth.model))
     runs = 100
     records = {}
@@ -239,17 +266,17 @@ def test_arm_uses_fewer_moves_than_rm_at_no_larger_variance():
     assert arm.n_moves.sum() < 0.6 * rm.n_moves.sum()
     assert arm_grads < 0.7 * rm_grads
     var_arm, var_rm = np.var(arm.run_log_z(), ddof=1), np.var(rm.run_log_z(), ddof=1)
-    assert var_arm / var_rm < stats.f.ppf(0.99, runs - 1, runs - 1), (var_arm, var_rm)
+    assert var_arm / var_rm < stats.f.ppf(1 - 1e-4, runs - 1, runs - 1), (var_arm, var_rm)
     for record in (arm, rm):
         assert abs(np.mean(record.run_log_z()) - truth.log_z) < 4 * np.std(record.run_log_z()) / np.sqrt(runs) + 0.01
 
 
 # ------------------------------------------------------------------------------------------------ API
-def test_result_plot_roundtrip_and_reproducibility(tmp_path):
+def test_result_plot_roundtrip_and_reproducibility(tmp_path, systems):
     import matplotlib
 
     matplotlib.use("Agg")
-    truth = pmz.systems.normal_mean()
+    truth = systems["normal_mean"]
     a = _quiet_evidence(truth.model, method="arm", random_seed=7, n_particles=200, n_runs=2)
     b = _quiet_evidence(truth.model, method="arm", random_seed=7, n_particles=200, n_runs=2)
     assert a.log_z == b.log_z and a.log_z_se == b.log_z_se
@@ -272,8 +299,8 @@ def test_result_plot_roundtrip_and_reproducibility(tmp_path):
     assert weights.size == 400 and weights.sum() == pytest.approx(1.0)
 
 
-def test_smc_option_errors():
-    truth = pmz.systems.normal_mean()
+def test_smc_option_errors(systems):
+    truth = systems["normal_mean"]
     with pytest.raises(ValueError, match="sequence must be one of"):
         _quiet_evidence(truth.model, method="smc", sequence="bogus")
     with pytest.raises(ValueError, match="variant"):
@@ -294,22 +321,25 @@ def test_smc_option_errors():
 
 
 def test_arm_on_probit_gp_sequence_matches_exact_evidence():
-    """A sequence object with no PyMC model: probit GP classification of 8 digits in the z-representation."""
+    """A sequence object with no PyMC model: probit GP classification of 8 digits in the z-representation; log Z
+    within 4 se + 0.05 (6e-5 if the se is right), se < 0.035 (module docstring: median se 0.011 over 25 seeds)."""
     from pmz.sequences import ProbitGPSequence
 
     truth = pmz.systems.gp_classification(8)
     problem = pmz.systems.digits_gp_problem(8)
     res = pmz.evidence(method="arm", sequence=ProbitGPSequence(problem.K, problem.y, order="random", seed=0),
                        random_seed=1, progressbar=False, n_particles=1000, n_steps_per_temp=1)
-    assert res.log_z_se < 0.03
+    assert res.log_z_se < 0.035
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, res.log_z_se, truth.log_z)
     assert res.smc.attrs["sequence"] == "probit_gp" and res.smc.attrs["label"] == "n_points"
 
 
-def test_arm_gamma_relative_to_base_stops_earlier():
+def test_arm_gamma_relative_to_base_stops_earlier(systems):
     """gamma = R_eff / R stops the generate loop once the pool holds gamma_thr R effective particles: fewer particles
-    than gamma = R_eff / R_n, whose expectation does not grow as particles are added."""
-    truth = pmz.systems.normal_mean()
+    than gamma = R_eff / R_n, whose expectation does not grow as particles are added (on the first stage the pool
+    rule runs to max_generate: 300 against 210 particles per stage on average, on every seed tried). Each log Z is
+    within 4 se + 0.05 (6e-5 if the se is right), se < 0.1."""
+    truth = systems["normal_mean"]
     family = PowerPosterior(CompiledModel(truth.model))
     mean_particles = {}
     for relative_to in ("pool", "base"):
@@ -318,6 +348,7 @@ def test_arm_gamma_relative_to_base_stops_earlier():
                          n_steps_per_temp=3, gamma_relative_to=relative_to, progressbar=False)
         est = smc_estimate(record)
         assert abs(est.log_z - truth.log_z) < 4 * est.log_z_se + 0.05
+        assert est.log_z_se < 0.1
         mean_particles[relative_to] = record.n_particles.mean()
     assert mean_particles["base"] < mean_particles["pool"]
     with pytest.raises(ValueError, match="gamma_relative_to"):

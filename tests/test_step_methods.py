@@ -1,7 +1,9 @@
 """pmz's PyMC step methods (SimulatedTempering, WangLandau) and the trace estimators tempered_evidence /
 tempered_weights.
 
-Statistical tests on the conjugate normal-mean model (exact log evidence and exact posterior), fixed seeds.
+Statistical tests on the conjugate normal-mean model (exact log evidence and exact posterior), fixed seeds. Each
+bound is 4 standard errors (plus a small tolerance) of a quantity the run reports, with a cap on that se; the
+se of log Z is a jackknife over 20 batches, so its z-score is about t(19), beyond 4 with probability 8e-4.
 """
 
 
@@ -46,6 +48,9 @@ def st_idata(system):
 
 
 def test_rts_matches_exact_log_z(st_idata, system):
+    """Within 4 jackknife se (+0.05) of the exact log Z: fails with probability below 8e-4 (t(19) beyond 4). The
+    guesses are tuned, so the level marginal is far inside the 0.5 / K warning threshold (max gap 0.001-0.007
+    against 0.031 on seeds 1-7): no warning."""
     est = tempered_evidence(st_idata)
     assert abs(est.log_z - system.log_z) < 4 * est.log_z_se + 0.05, (est.log_z, system.log_z, est.log_z_se)
     assert 0 < est.log_z_se < 0.2
@@ -56,7 +61,10 @@ def test_rts_matches_exact_log_z(st_idata, system):
 
 def test_tempered_weights_give_the_exact_posterior_mean(st_idata, exact_posterior):
     """MCSE of the self-normalised mean m = sum w_i h_i by the delta method, m - E[h] ~= mean_i g_i with
-    g_i = N w_i (h_i - m): MCSE = sd(g) / sqrt(ESS(g)), ESS from arviz (autocorrelation within chains)."""
+    g_i = N w_i (h_i - m): MCSE = sd(g) / sqrt(ESS(g)), ESS from arviz (autocorrelation within chains).
+
+    The 4-MCSE bound fails with probability about 6e-5; the spread and the Kish ESS (about 1000) lie far inside
+    their ranges (sd ratio within 0.05 of 1, ESS 940-1050 on seeds 1-7)."""
     w = tempered_weights(st_idata)
     assert w.dims == ("chain", "draw") and w.shape == (2, 1000)
     assert np.all(w >= 0) and np.isclose(float(w.sum()), 1.0)
@@ -74,6 +82,9 @@ def test_tempered_weights_give_the_exact_posterior_mean(st_idata, exact_posterio
 
 
 def test_stats_exist_with_the_right_shapes(st_idata):
+    """Shapes and bookkeeping; the two stochastic checks are far from their bounds on every seed: the top level is
+    visited about 1/K of 2000 draws, and the step size is tuned to a mean acceptance of about 0.8 (0.81-0.83 on
+    seeds 1-7, bounds 0.6 and 0.95)."""
     ss = st_idata.sample_stats
     for name in ("rb_probs", "log_zhat", "log_prior"):
         assert ss[name].shape == (2, 1000, K), name
@@ -128,6 +139,7 @@ def test_reproducible_with_the_same_seed(system):
     assert not _same_run(first, other)
 
 
+@pytest.mark.slow  # starts fresh processes (each imports PyMC)
 def test_two_processes_give_the_same_draws(system):
     """cores=2: each process starts its chain from the same per-chain generator as cores=1 does."""
     assert _same_run(_short_run(system, 11), _short_run(system, 11, cores=2))
@@ -141,6 +153,7 @@ def test_spawned_processes_unpickle_the_step(system):
 
 
 def test_wang_landau(system):
+    """Within 4 jackknife se (+0.1) of the exact log Z: fails with probability below 8e-4 (t(19) beyond 4)."""
     with system.model:
         step = WangLandau(n_temps=N_TEMPS)
         idata = pm.sample(draws=1000, tune=1000, chains=2, cores=1, step=step, random_seed=SEED, **SAMPLE)

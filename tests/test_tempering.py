@@ -1,4 +1,8 @@
-"""Simulated tempering: level moves, the runner, RTS / TS / TI / TI-RB on known-truth systems, Wang-Landau."""
+"""Simulated tempering: level moves, the runner, RTS / TS / TI / TI-RB on known-truth systems, Wang-Landau.
+
+Fixed seeds; a statistical bound is 4 se of the estimator's own error bar plus a small tolerance (it fails with
+probability about 6e-5 when the se is right), with a cap on the se so that the bound means something.
+"""
 
 import numpy as np
 import pytest
@@ -12,7 +16,6 @@ from pmz.kernels.base import Kernel, KernelInfo, KernelParams, ParticleState
 from pmz.runners.levels import level_log_probs, move_levels
 from pmz.runners.tempering import adapt_log_zhat, run_tempering
 from pmz.runners.wang_landau import run_wang_landau
-from pmz.systems import linear_regression, normal_mean
 
 
 class ExactGaussianPath(TemperedFamily):
@@ -60,6 +63,9 @@ class ExactDraws(Kernel):
 
 
 def test_level_probabilities_and_moves_leave_q_invariant(rng):
+    """Level probabilities by formula; both level moves keep q(k | x): 60000 independent chains started at q are
+    again q-distributed, so each level's frequency is binomial; a 4.5-se bound per level fails with probability
+    7e-6 (about 1e-4 over the 12 frequencies) when the moves are exact."""
     betas = np.linspace(0, 1, 6)
     U = np.array([-3.0, 0.5, 2.0])
     log_zhat = np.array([0.0, -0.3, -0.5, -1.0, -1.2, -2.0])
@@ -98,25 +104,38 @@ def _exact_trace(rng, K=12, n_sweeps=400, level_move="gibbs", guess=None, store_
 
 @pytest.mark.parametrize("level_move", ["gibbs", "metropolis"])
 def test_rts_curve_with_perfect_transitions(rng, level_move):
-    """With exact draws at every level the whole curve log Z(b_k) is known: RTS, TS, TI-RB match it."""
+    """With exact draws at every level the whole curve log Z(b_k) is known: RTS and TI-RB match it within 4 se + tol
+    at every level, with se < 0.1 (largest se over 1000 seeds: 0.069). Gibbs level moves: tol 0.02 (6e-5 per level
+    if the se is right; no seed of 300 came near). Metropolis +-1 moves mix slowly over 400 sweeps and the per-sweep
+    series sometimes underestimates the se: over 1500 seeds 4 se + 0.02 failed on 0.2%, + 0.03 on 0.07%, and no
+    seed needed more than 0.031: tol 0.05 (below 1e-4 by extrapolating that tail). TS (level counts) is checked
+    only with Gibbs level moves: with Metropolis moves its se is worse still (over 1000 seeds se[-1] ranged from
+    0.02 to 0.29, 23% above the cap 0.1, and 3% of the seeds had an error beyond 4 se + 0.02); there the test
+    asserts only that the RB curve is the more precise one."""
     family, betas, trace = _exact_trace(
         rng,
         level_move=level_move,
         guess=ExactGaussianPath().log_z(np.linspace(0, 1, 12) ** 2) + 0.3 * np.sin(np.arange(12)),
     )
     truth = family.log_z(betas)
-    for estimate in (rts(trace), ts(trace)):
+    tol = 0.02 if level_move == "gibbs" else 0.05
+    for estimate in (rts(trace), ts(trace)) if level_move == "gibbs" else (rts(trace),):
         curve, se = estimate.diagnostics["log_z_k"], estimate.diagnostics["log_z_k_se"]
-        assert np.all(np.abs(curve - truth) < 4 * se[:] + 0.02), estimate.method
+        assert np.all(np.abs(curve - truth) < 4 * se[:] + tol), estimate.method
         assert 0 < se[-1] < 0.1
     assert trace.acceptance[0] == 1.0 and trace.level_traces.shape == (400, 5)
     e = ti_rb(trace, "corrected")
-    assert abs(e.log_z - truth[-1]) < 4 * e.log_z_se + 0.02
-    # the RB curve is at least as precise as the counts curve
+    assert abs(e.log_z - truth[-1]) < 4 * e.log_z_se + tol
+    assert 0 < e.log_z_se < 0.1
+    # the RB curve is at least as precise as the counts curve (ratio of the ses at most 0.49 over 1300 runs)
     assert rts(trace).log_z_se <= 1.05 * ts(trace).log_z_se
 
 
 def test_initial_iterations_reach_the_prior_over_levels(rng):
+    """adapt_log_zhat converges (a handful of stages) to guesses good enough to start RTS: their error comes from
+    one 50-sweep stage and has no error bar of its own (rms 0.063 at the top level over 117 seeds, largest 0.165):
+    bound 0.3, about 5 of its sds (fails with probability about 1e-6). The combination of its later stages with a
+    long run is then within 4 se + 0.02 of the truth (6e-5 if the se is right), with se < 0.05."""
     family = ExactGaussianPath(s=0.05, c=8.0)  # log Z(1) = 8 + log 20: far from the Zhat = 1 start
     K = 15
     betas = np.linspace(0, 1, K) ** 3
@@ -126,7 +145,7 @@ def test_initial_iterations_reach_the_prior_over_levels(rng):
         family, kernel, betas, params, log_zhat=np.zeros(K), rng=rng, n_chains=100, n_sweeps=50, progressbar=False
     )
     assert converged and 1 < len(stages) <= 10
-    assert np.max(np.abs(log_zhat - family.log_z(betas))) < 0.1
+    assert np.max(np.abs(log_zhat - family.log_z(betas))) < 0.3
     assert x.shape == (100, 1)
     # the combination of the stages after the first (burn-in) with a long run (RTS Appendix A) agrees with the truth
     trace = run_tempering(
@@ -160,9 +179,14 @@ def test_ti_rules_on_a_smooth_curve():
 
 
 def test_jackknife_se_of_a_mean_sees_autocorrelation(rng):
+    """The jackknife se against the naive one: about 1 for iid draws, about 4.36 for an AR(1) series with rho = 0.9.
+    The ratio's sampling distribution (ArviZ's MCSE: Geyer's initial monotone sequence, same on both stacks) has a
+    long upper tail: over 9000 seeds the iid ratio ranged 0.92-1.24 and the AR(1) ratio / 4.36 0.88-1.34, and the
+    former bounds (rtol 0.15 and 0.2) failed on 0.4% and 0.2% of the seeds. The bounds below are 0.85-1.35 and
+    0.8-1.45; an exponential fit to the upper tails puts their failure probability below 1e-5."""
     x = rng.standard_normal(2000)
     se = jackknife_se(lambda s: s["x"] / s["n"], {"x": x, "n": np.ones(2000)})
-    np.testing.assert_allclose(se, np.std(x, ddof=1) / np.sqrt(2000), rtol=0.15)
+    assert 0.85 < se / (np.std(x, ddof=1) / np.sqrt(2000)) < 1.35
     # an AR(1) series with rho = 0.9: the se of its mean is sqrt((1 + rho) / (1 - rho)) = 4.36 times the naive one
     ar = np.empty(20000)
     ar[0] = 0.0
@@ -170,7 +194,8 @@ def test_jackknife_se_of_a_mean_sees_autocorrelation(rng):
     for t in range(1, ar.size):
         ar[t] = 0.9 * ar[t - 1] + e[t]
     se = jackknife_se(lambda s: s["x"] / s["n"], {"x": ar, "n": np.ones(ar.size)})
-    np.testing.assert_allclose(se / (np.std(ar, ddof=1) / np.sqrt(ar.size)), np.sqrt(1.9 / 0.1), rtol=0.2)
+    ratio = se / (np.std(ar, ddof=1) / np.sqrt(ar.size)) / np.sqrt(1.9 / 0.1)
+    assert 0.8 < ratio < 1.45, ratio
 
 
 def test_log_z_curve_of_the_rts_formula():
@@ -180,22 +205,32 @@ def test_log_z_curve_of_the_rts_formula():
 
 
 @pytest.mark.parametrize("method", ["rts", "ti_rb", "mbar"])
-@pytest.mark.parametrize("system", [normal_mean, linear_regression])
-def test_evidence_on_conjugate_models(system, method):
-    truth = system()
+@pytest.mark.parametrize("name", ["normal_mean", "linear_regression"])
+def test_evidence_on_conjugate_models(systems, name, method):
+    """Each estimate within 4 se + tol of the exact log Z, with a cap on its se. normal_mean: tol 0.05, caps 0.1
+    (largest se over 36 seeds: 0.05) and 0.15 (TS, TI: 0.08); a bound fails with probability about 6e-5 if the se
+    is right. linear_regression after 400 sweeps: the reported se varies from 0.03 to 0.2 between seeds (182 seeds,
+    both stacks) while the error's sd stays 0.065, and TI-RB's rule is biased by -0.07 at 31 levels; so tol 0.15
+    (with that se spread and bias, 4 se + 0.15 fails with probability below 1e-4 for every estimator, 4 se + 0.05
+    failed on 2% of the seeds for TI-RB) and caps 0.3 and 0.35 (largest seen 0.2 and 0.23; 0.1 and 0.15 failed on
+    22% and 12% of the seeds)."""
+    truth = systems[name]
+    tol, cap, cap_other = (0.05, 0.1, 0.15) if name == "normal_mean" else (0.15, 0.3, 0.35)
     res = pmz.evidence(truth.model, method=method, random_seed=3, progressbar=False, n_sweeps=400, n_temps=30)
-    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
-    assert 0 < res.log_z_se < 0.1
+    assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + tol
+    assert 0 < res.log_z_se < cap
     assert "tempering" in res.group_names() and res.tempering.sizes["level"] == 31
     # the same run's plain TI (corrected rule) and counts-based TS, from the result's diagnostics
     for other in ("ti_corrected", "ts"):
         value, se = res.estimates.loc[other, "log_z"], res.estimates.loc[other, "log_z_se"]
-        assert abs(value - truth.log_z) < 4 * se + 0.05, (other, value, se)
-        assert 0 < se < 0.15, other
+        assert abs(value - truth.log_z) < 4 * se + tol, (other, value, se)
+        assert 0 < se < cap_other, other
 
 
-def test_result_groups_other_estimators_and_plot(tmp_path):
-    truth = normal_mean()
+def test_result_groups_other_estimators_and_plot(tmp_path, systems):
+    """The tempering group, the other estimators, netcdf and the plot. The estimates are only sanity-checked (within
+    0.5: their ses are 0.03-0.07, errors up to 0.13 over 3 seeds); their accuracy is tested elsewhere."""
+    truth = systems["normal_mean"]
     res = pmz.evidence(truth.model, method="rts", random_seed=1, progressbar=False, n_sweeps=200, n_temps=20)
     tg = res.tempering
     for name in ("beta", "c_hat", "prior", "log_zhat", "log_z_k", "log_z_k_se", "level_trace", "stage_c_hat"):
@@ -218,16 +253,16 @@ def test_result_groups_other_estimators_and_plot(tmp_path):
         pmz.plot_tempering(pmz.evidence(truth.model, method="ais", n_paths=8, n_temps=5, progressbar=False))
 
 
-def test_same_seed_same_bits():
-    model = normal_mean().model
+def test_same_seed_same_bits(systems):
+    model = systems["normal_mean"].model
     kw = dict(method="ti_rb", progressbar=False, n_sweeps=50, n_temps=10, n_initial=2, initial_sweeps=10)
     a = pmz.evidence(model, random_seed=7, **kw)
     b = pmz.evidence(model, random_seed=7, **kw)
     assert a.log_z == b.log_z
 
 
-def test_option_errors():
-    model = normal_mean().model
+def test_option_errors(systems):
+    model = systems["normal_mean"].model
     with pytest.raises(ValueError, match="level_move"):
         pmz.evidence(model, method="rts", level_move="swap", progressbar=False)
     with pytest.raises(ValueError, match="init"):
@@ -241,6 +276,8 @@ def test_option_errors():
 
 
 def test_wang_landau_learns_the_curve(rng):
+    """Wang-Landau weights within 0.3 of the exact curve (largest error 0.09 over 117 seeds), and frozen, flat visits
+    within 20% (largest deviation 0.12 over 117 seeds, rms 0.07): both hold with room for every seed."""
     family = ExactGaussianPath(s=0.05, c=8.0)
     K = 15
     betas = np.linspace(0, 1, K) ** 3
@@ -260,7 +297,10 @@ def test_wang_landau_learns_the_curve(rng):
 
 
 def test_wang_landau_visits_are_flat_on_the_bimodal_posterior():
-    """After Wang-Landau adaptation (no RTS iterations), the frozen-weight run visits every level within 20%."""
+    """After Wang-Landau adaptation (no RTS iterations), the frozen-weight run visits every level within 20% (largest
+    deviation 0.10 over 11 seeds). log Z within 4 se + 0.05 (fails with probability about 6e-5 if the se is right),
+    se < 0.35: over 71 seeds the se had median 0.055 and a long upper tail (largest 0.175, close to the former cap
+    0.2)."""
     from pmz.systems import bimodal_posterior
 
     system = bimodal_posterior()
@@ -271,15 +311,19 @@ def test_wang_landau_visits_are_flat_on_the_bimodal_posterior():
     assert np.all(np.abs(counts / counts.mean() - 1) < 0.2), counts
     assert "log_g" in res.tempering and np.isfinite(res.estimates.loc["wang_landau", "log_z"])
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
-    assert res.log_z_se < 0.2  # 300 sweeps: a meaningful, not a tight, error bar
+    assert res.log_z_se < 0.35  # 300 sweeps: a meaningful, not a tight, error bar
 
 
 @pytest.mark.slow
-def test_rts_error_bars_match_the_spread_over_repeats():
+def test_rts_error_bars_match_the_spread_over_repeats(systems):
     """RTS and TI-RB error bars against 16 independent runs on a conjugate model: the reported se and the observed
     spread agree within the sampling error of a 16-run sd; RTS's intervals cover the truth. (TI-RB's do not at 21
-    levels: its trapezoid rule is biased by about -0.035 here, the discretisation error RTS does not have.)"""
-    truth = normal_mean()
+    levels: its trapezoid rule is biased by about -0.035 here, the discretisation error RTS does not have.)
+    If the se is right, sd / se is distributed as sqrt(chi2_15 / 15): the bounds 0.38 and 1.75 are its 5e-5 and
+    1 - 5e-5 quantiles; groups of 16 drawn from 400 runs fell outside them with probability 1e-4 (outside the former
+    bounds 0.55 and 1.6: 8e-3). The 2-se coverage count of 16 runs is binomial(16, p); over those 400 runs RTS's p
+    was 0.938 (nominal 0.954): at least 11 covered fails with probability 3e-4 (the former 12: 2e-3)."""
+    truth = systems["normal_mean"]
     runs = [
         pmz.evidence(truth.model, method="rts", random_seed=100 + s, progressbar=False, n_sweeps=300, n_temps=20)
         for s in range(16)
@@ -288,9 +332,9 @@ def test_rts_error_bars_match_the_spread_over_repeats():
         values = np.array([r.estimates.loc[key, "log_z"] for r in runs])
         ses = np.array([r.estimates.loc[key, "log_z_se"] for r in runs])
         ratio = np.std(values, ddof=1) / np.mean(ses)
-        assert 0.55 < ratio < 1.6, (key, ratio)
+        assert 0.38 < ratio < 1.75, (key, ratio)
         if key == "rts":
-            assert np.mean(np.abs(values - truth.log_z) < 2 * ses) >= 0.75, key
+            assert np.sum(np.abs(values - truth.log_z) < 2 * ses) >= 11, key
 
 
 def test_rts_is_mbar_with_expected_counts(rng):
@@ -309,7 +353,10 @@ def test_rts_is_mbar_with_expected_counts(rng):
     np.testing.assert_allclose(solution.log_z, curve, atol=1e-8)
 
 
+@pytest.mark.slow  # three tempering runs on a 10-D mixture
 def test_rts_ti_rb_and_mbar_on_the_10d_mixture():
+    """MBAR, RTS and TI-RB within 4 se + 0.05 (about 6e-5 each if the se is right), se < 0.3 (0.07-0.08 on the
+    seeds tried)."""
     from pmz.systems import gaussian_mixture
 
     truth = gaussian_mixture()
@@ -325,17 +372,21 @@ def test_rts_ti_rb_and_mbar_on_the_10d_mixture():
 
 
 def test_rts_on_an_exactly_solvable_lattice():
+    """RTS on a 4 x 4 Ising model within 4 se + 0.05 of Kaufman's log Z (6e-5 if the se is right), se < 0.3: over
+    180 seeds the se had median 0.049 and a long upper tail (3% above the former cap 0.1, largest 0.175)."""
     from pmz.systems import ising
 
     truth = ising(4, 0.6)
     res = pmz.evidence(truth.model, method="rts", random_seed=5, progressbar=False, n_sweeps=400, n_temps=20)
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
-    assert res.log_z_se < 0.1
+    assert res.log_z_se < 0.3
 
 
-def test_combine_stages_through_evidence():
-    truth = normal_mean()
+def test_combine_stages_through_evidence(systems):
+    """The combined stages within 4 se + 0.05 (6e-5 if the se is right), se < 0.1 (0.016-0.028 on the seeds tried)."""
+    truth = systems["normal_mean"]
     kw = dict(method="rts", random_seed=6, progressbar=False, n_sweeps=300, n_temps=20, init="ones", n_initial=6)
     res = pmz.evidence(truth.model, combine_stages=True, **kw)
     assert res.method == "rts_combined" and res.evidence["n_runs"] >= 1
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
+    assert res.log_z_se < 0.1

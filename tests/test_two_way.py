@@ -14,11 +14,6 @@ TWO_WAY = ("bar", "raise", "cumulant", "bounds", "histogram")
 
 
 @pytest.fixture(scope="module")
-def systems():
-    return {name: build() for name, build in ALL_SYSTEMS.items()}
-
-
-@pytest.fixture(scope="module")
 def posterior_draws(systems):
     """One NUTS run per system, shared by the tests that pass draws in."""
     draws = {}
@@ -31,15 +26,24 @@ def posterior_draws(systems):
 @pytest.mark.parametrize("name", sorted(ALL_SYSTEMS))
 @pytest.mark.parametrize("method", ["bar", "bridge"])
 def test_bar_and_bridge_match_exact_log_z(systems, name, method):
+    """The 4-se bound (+ 0.05) fails with probability about 6e-5 if the se is right (measured se 0.0006-0.03 against
+    the cap 0.1). The stochastic bounds are means of the works, which bracket log Z only in expectation: bridge
+    sampling's gap (0.001-0.01) is within the noise of those means, and at seeds 1 and 2 four of the ten bridge runs
+    had a bound on the wrong side of the truth; so each is checked to 4 of its se, one-sided: about 3e-5 each."""
     system = systems[name]
     res = pmz.evidence(system.model, method=method, random_seed=SEED, progressbar=False)
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, system.log_z, res.log_z_se)
     assert 0 < res.log_z_se < 0.1
     d = res.evidence
-    # every two-way result carries the stochastic bounds; they bracket the truth at this seed
-    assert float(d["lower"]) <= system.log_z <= float(d["upper"])
-    assert float(d["gap"]) >= 0
     assert {"work_forward", "work_reverse"} <= set(res.work.data_vars)
+    # every two-way result carries the stochastic bounds: mean(log w_f) <= log Z <= mean(W_r) in expectation; the
+    # reverse works' se counts their effective size (bridge: correlated NUTS draws)
+    work_f, work_r = res.work["work_forward"].values.ravel(), res.work["work_reverse"].values.ravel()
+    lower_se = np.std(work_f, ddof=1) / np.sqrt(work_f.size)
+    upper_se = np.std(work_r, ddof=1) / np.sqrt(float(d["n_eff_reverse"]))
+    assert float(d["lower"]) - 4 * lower_se <= system.log_z <= float(d["upper"]) + 4 * upper_se, (
+        float(d["lower"]), system.log_z, float(d["upper"]), lower_se, upper_se)  # fmt: skip
+    assert float(d["gap"]) > -4 * np.hypot(lower_se, upper_se)
 
 
 def test_bar_without_options_beyond_the_method(systems):
@@ -50,6 +54,11 @@ def test_bar_without_options_beyond_the_method(systems):
 
 @pytest.mark.parametrize("method", TWO_WAY)
 def test_every_two_way_estimator_on_linear_regression(systems, posterior_draws, method):
+    """The 4-se bound (+ 0.05) fails with probability about 6e-5 if the se is right. The se caps hold for every seed:
+    BAR, cumulant and histogram 0.05-0.06 (cap 0.15), bounds 0.65-0.72 (its half gap; cap 1.0). RAISE's se is the
+    delta-method se of 256 reverse weights whose ESS varies from 5% to 40% over seeds: 0.07-0.2 while it is reliable
+    (ESS >= 10%: the delta-method se is at most 0.19 and the bootstrap at most twice that, or the estimate is flagged),
+    up to 0.53 once pmz flags it and raises its se (84 seeds)."""
     system = systems["linear_regression"]
     res = pmz.evidence(
         system.model,
@@ -62,12 +71,18 @@ def test_every_two_way_estimator_on_linear_regression(systems, posterior_draws, 
     )
     tol = 0.05 if method != "bounds" else 0.0  # the bounds' "se" is the half gap: conservative by design
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + tol, (method, res.log_z, system.log_z, res.log_z_se)
-    assert 0 < res.log_z_se < (0.15 if method != "bounds" else 1.0)
+    if method == "raise":
+        cap = 0.4 if res.reliable else 1.0
+    else:
+        cap = 1.0 if method == "bounds" else 0.15
+    assert 0 < res.log_z_se < cap, (method, res.log_z_se, res.reliability_reason)
     assert res.work.attrs["reverse_start"] == "posterior"
     assert res.work["work_reverse"].size == 256
 
 
 def test_histogram_posterior_is_an_arviz_posterior(systems, posterior_draws):
+    """The Gibbs posterior's mean and BAR's maximum likelihood value differ by 0.015-0.03 se (seeds 0-2), far inside
+    the 0.5 se allowed; 1000 continuous draws are distinct with probability 1."""
     system = systems["linear_regression"]
     res = pmz.evidence(
         system.model,
@@ -89,6 +104,7 @@ def test_histogram_posterior_is_an_arviz_posterior(systems, posterior_draws):
 
 
 def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
+    """Two 4-se bounds (+ 0.05): each fails with probability about 6e-5 if the se is right."""
     system = systems["nig_regression"]
     for reference in ("gaussian", "student_t"):
         res = pmz.evidence(
@@ -109,7 +125,9 @@ def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
 def test_default_reverse_starts_are_independent_hmc_draws(systems):
     """reverse_start="auto" (PyMC model): pmz's many-chain HMC posterior draws, independent of the forward run;
     resampled forward end states only when asked for, and without relaxation (reverse_burn=0) pmz warns about
-    inherited bias."""
+    inherited bias. No diagnostic is near a threshold, so "no warning" holds for every seed (seeds 20261122-29:
+    overlap 0.92-0.94 vs 0.03, bootstrap / asymptotic se 0.9-1.07 vs 2; forward ESS of the resampled run 0.73-0.80
+    vs 0.5); the 4-se bound fails with probability about 6e-5 if the se is right."""
     import warnings as _warnings
 
     system = systems["normal_mean"]
@@ -127,6 +145,7 @@ def test_default_reverse_starts_are_independent_hmc_draws(systems):
 
 
 def test_nuts_reverse_starts(systems):
+    """The 4-se bound (+ 0.05) fails with probability about 6e-5 if the se is right."""
     system = systems["beta_binomial"]
     res = pmz.evidence(
         system.model,
@@ -142,9 +161,11 @@ def test_nuts_reverse_starts(systems):
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05 and res.log_z_se < 0.1
 
 
-def test_poor_overlap_warns(systems):
-    """Two temperatures and one kernel step: the work distributions barely overlap and BAR says so."""
-    system = systems["linear_regression"]
+def test_poor_overlap_warns():
+    """Two temperatures and one kernel step: the work distributions barely overlap and BAR says so. On the default
+    linear regression (50 points) the overlap of 64 paths is 0-0.048 over seeds, above the threshold 0.03 on 4 of 40;
+    with 400 points it is below 3e-9 and no forward work lies in the reverse range on each of 40 seeds: certain."""
+    system = pmz.systems.linear_regression(n_obs=400)
     with pytest.warns(UserWarning, match="barely overlap"):
         pmz.evidence(system.model, method="bar", random_seed=SEED, progressbar=False, n_paths=64, n_temps=1)
 
@@ -218,7 +239,8 @@ def test_format_log_z_keeps_the_se():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["linear_regression", "beta_binomial"])
 def test_bar_coverage(systems, name):
-    """Over 30 seeds BAR's 95% interval (asymptotic se) covers the exact log Z at least 24 times."""
+    """Over 30 seeds BAR's 95% interval (asymptotic se) covers the exact log Z at least 24 times: a binomial(30, 0.95)
+    count falls below 24 with probability 5.7e-4 if the se is right."""
     system = systems[name]
     covered = 0
     for seed in range(30):

@@ -70,6 +70,8 @@ def _lagging_record(n=512, log_z=-10.0, var=0.5, outlier_work=3500.0, seed=1):
 
 
 def test_cumulant_and_bounds_on_a_lagging_path_are_flagged():
+    """One forward work of 3500 among N(10.25, 0.5) works: the verdicts follow from that path for any draw of the
+    others; BAR's 4-se bound fails with probability about 6e-5 if its se is right."""
     record = _lagging_record()
     reference = _estimate("bar", record)
     assert reference.reliable and abs(reference.log_z + 10.0) < 4 * reference.log_z_se  # BAR gives it no weight
@@ -88,16 +90,24 @@ def test_cumulant_and_bounds_on_a_lagging_path_are_flagged():
 
 @pytest.mark.parametrize("seed", [2, 3])
 def test_cumulant_and_bounds_on_a_two_parameter_model(scale_model, seed):
-    """Default options; seeds 2 and 3 each have forward paths with work 1e3-4e3 (both stacks): flagged, or right."""
+    """Default options: flagged, or right. Seeds 2-11 all have forward paths that lag (work 3e2-8e4 against a median
+    of 10); a path more than 1e3 nats out must be flagged as such (one path 1e3 out moves the mean of 512 works by ~2
+    nats, dozens of se of the other paths). Which rules fire depends on the seed's paths, so a run without such a
+    path may be flagged by any rule. The 4-se bounds fail with probability about 6e-5 each if the (raised) se is
+    right."""
     for method in ("cumulant", "bounds"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             res = pmz.evidence(scale_model, method=method, random_seed=seed, progressbar=False)
+        work_f = res.work["work_forward"].values
+        if np.max(work_f) - np.median(work_f) > 1e3:
+            assert not res.reliable and re.search(
+                "cumulant expansion does not converge|on a few outlying paths|do not keep up", res.reliability_reason
+            ), (method, res.reliability_reason)
         if res.reliable:
             assert abs(res.log_z - SCALE_LOG_Z) < 4 * res.log_z_se and res.log_z_se < 0.5, (method, res.log_z)
         else:
-            assert re.search("cumulant expansion does not converge|on a few outlying paths|do not keep up",
-                             res.reliability_reason), res.reliability_reason  # fmt: skip
+            assert res.reliability_reason
             assert abs(res.log_z - SCALE_LOG_Z) < 4 * res.log_z_se, (method, res.log_z, res.log_z_se)
 
 
@@ -141,6 +151,9 @@ def test_compare_flags_unreliable_inputs():
 
 @pytest.mark.parametrize("n_starts", [1, 64])
 def test_far_reverse_starts_never_give_a_confident_se(normal_mean, n_starts):
+    """Reverse starts 27 posterior sd away: no overlap for any seed (seeds 20261124-35: overlap < 4e-4 with 64 starts,
+    no forward work in the reverse range with 1) and a raised se of 19-45; the 4-se bound fails with probability
+    about 6e-5 if that se is right."""
     starts = np.full((n_starts, 1), 5.0)  # the posterior of mu sits near -1 with sd 0.22
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -259,6 +272,7 @@ def test_summary_line_shows_only_nonzero_evaluation_counts():
     assert "12 log-density and 1073936 gradient evaluations" in both
 
 
+@pytest.mark.slow  # starts a fresh Python process that imports PyMC
 def test_import_gives_no_warning():
     """PyTensor's BLAS warning comes from compiling a graph with a matrix product on the C backend (PyMC 5), not
     from importing pmz."""

@@ -149,8 +149,8 @@ def bar_log_z(log_w_f, log_w_r, n_eff_r=None, *, se_method: str = "bennett") -> 
     >>> # Crooks-consistent Gaussian work, log Z = -0.5: W_f ~ N(-log Z + 1/2, 1), W_r ~ N(log Z + 1/2, 1)
     >>> work_f, work_r = rng.normal(1.0, 1.0, 400), rng.normal(0.0, 1.0, 300)
     >>> log_z, se = bar_log_z(-work_f, -work_r)
-    >>> abs(log_z + 0.5) < 4 * se, round(se, 2)
-    (True, 0.04)
+    >>> bool(abs(log_z + 0.5) < 4 * se), bool(0.03 < se < 0.05)
+    (True, True)
     """
     if se_method not in _SE_METHODS:
         raise ValueError(f"pmz: se_method must be one of {_SE_METHODS}, got {se_method!r}")

@@ -231,8 +231,8 @@ def mbar_log_z(log_f, n_k, *, method: str = "newton", tol: float = 1e-10, max_it
     >>> sd = np.array([1.0, 2.0])  # f_i(x) = exp(-x^2 / (2 sd_i^2)), log Z_1 - log Z_0 = log 2
     >>> x = np.concatenate([rng.normal(0, s, 2000) for s in sd])
     >>> sol = mbar_log_z(-0.5 * (x[None, :] / sd[:, None]) ** 2, [2000, 2000])
-    >>> sol.converged, round(float(sol.log_z[1]), 3), round(float(sol.log_z_se[1]), 3), round(float(np.log(2)), 3)
-    (True, 0.698, 0.014, 0.693)
+    >>> sol.converged, bool(abs(sol.log_z[1] - np.log(2)) < 4 * sol.log_z_se[1]), bool(0.01 < sol.log_z_se[1] < 0.02)
+    (True, True, True)
     """
     if method not in _METHODS:
         raise ValueError(f"pmz: method must be one of {_METHODS}, got {method!r}")

@@ -1,4 +1,5 @@
-"""The geometric path of an energy model, from its exactly samplable base f0 to its target f1 (docs/methods.md, section 0):
+"""The geometric path of an energy model, from its exactly samplable base f0 to its target f1 (docs/methods.md,
+section 0):
 
     log f_beta(x) = (1 - beta) log f0(x) + beta log f1(x) = log f0(x) + beta U(x),   U = log f1 - log f0.
 

@@ -54,7 +54,7 @@ from ..runners.posterior_hmc import (
     sample_posterior,
 )
 
-__all__ = ["AutoRecord", "run_auto", "estimate_auto"]
+__all__ = ["AutoRecord", "run_auto", "estimate_auto", "untrusted_chains_reason"]
 
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
 _SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
@@ -67,6 +67,32 @@ def _divergent(draws) -> bool:
     On the centred eight schools, 19-58 divergences in 32000 draws (R-hat 1.03-1.04) came with path estimates
     2-3 se low; the other benchmark models had none. A single one is allowed (round-off in a long trajectory)."""
     return draws.divergences > max(1.0, _DIVERGENT_FRACTION * draws.n_chains * draws.n_draws)
+
+
+def untrusted_chains_reason(draws, max_rhat: float, own_chains: bool = True) -> str:
+    """Why the chains' draws cannot be trusted for a reference near the posterior ("" when they can).
+
+    Every rule that holds is named, in this order: split R-hat above ``max_rhat`` (chains in different modes or not
+    mixed) and, for pmz's own chains (``own_chains``), divergent transitions (:func:`_divergent`). The route does
+    not depend on which rule a run meets first, and the reason says all of them.
+
+    >>> from types import SimpleNamespace
+    >>> draws = SimpleNamespace(rhat=1.3, divergences=40, n_chains=32, n_draws=1000)
+    >>> print(untrusted_chains_reason(draws, 1.05))  # doctest: +NORMALIZE_WHITESPACE
+    the chains disagree (split R-hat 1.3 > 1.05); 40 divergent transitions in 32000 posterior draws
+    (the chains miss part of the posterior, e.g. a funnel's neck)
+    >>> untrusted_chains_reason(SimpleNamespace(rhat=1.01, divergences=1, n_chains=32, n_draws=1000), 1.05)
+    ''
+    """
+    reasons = []
+    if not draws.rhat <= max_rhat:
+        reasons.append(f"the chains disagree (split R-hat {draws.rhat:.3g} > {max_rhat})")
+    if own_chains and _divergent(draws):
+        reasons.append(
+            f"{draws.divergences} divergent transitions in {draws.n_chains * draws.n_draws} posterior draws "
+            "(the chains miss part of the posterior, e.g. a funnel's neck)"
+        )
+    return "; ".join(reasons)
 
 
 @dataclass
@@ -373,16 +399,11 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     unreliable = ""
     if not draws.rhat <= options.max_rhat and clock.left() <= 0:
         unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
-    elif not draws.rhat <= options.max_rhat or (_divergent(draws) and options.posterior is None):
-        if not draws.rhat <= options.max_rhat:
-            reason = f"the chains disagree (split R-hat {draws.rhat:.3g} > {options.max_rhat})"
-        else:
-            reason = (
-                f"{draws.divergences} divergent transitions in {draws.n_chains * draws.n_draws} posterior draws "
-                "(the chains miss part of the posterior, e.g. a funnel's neck)"
-            )
+    elif reason := untrusted_chains_reason(draws, options.max_rhat, own_chains=options.posterior is None):
         record = _tempered_route(family, kernel, options, smc_rng, progressbar, target, reason, clock)
-        record.info["rhat"] = draws.rhat
+        record.info.update(
+            rhat=draws.rhat, divergences=draws.divergences, n_posterior_draws=draws.n_chains * draws.n_draws
+        )
         record.timeline = clock.timeline
         return record
 

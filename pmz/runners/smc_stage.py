@@ -13,13 +13,13 @@ The stage from position ``t`` to ``t'`` (docs/methods.md, section 10):
 3. **reweight**: incremental weights ``W = f_{t'} / f_t`` (new components summed out); the stage's estimate of
    ``Z_{t'} / Z_t`` is ``sum_r Wbar_r W_r``;
 4. **generate** (ARM): while ``gamma = R_eff / R_n < gamma_threshold`` (``gamma_relative_to="pool"``, ARM as
-   docs/methods.md, section 10, states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds ``gamma_threshold R`` effective
-   particles) and fewer than ``max_generate`` rounds, add a block of particles that target ``p_t`` -- the last
-   block copied and moved ``n_steps_per_temp`` more steps (``"arm"``, ``"arm_anticipate"``), or
-   ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the sequence, burnt in by
-   ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of ``p_{t_0}`` -- and pool
-   all blocks, block ``b`` of ``n_b`` particles getting total weight ``n_b / R_n`` (ARM Proposition 1); ``R_eff``
-   is the Kish ESS of ``Wbar W`` over the pool;
+   docs/methods.md, section 10, states it; ``"base"``: ``gamma = R_eff / R``, stop once the pool holds
+   ``gamma_threshold R`` effective particles) and fewer than ``max_generate`` rounds, add a block of particles that
+   target ``p_t`` -- the last block copied and moved ``n_steps_per_temp`` more steps (``"arm"``,
+   ``"arm_anticipate"``), or ``S = max((1 - gamma / gamma_threshold) R, min_reseed)`` fresh particles from the
+   sequence, burnt in by ``reseed_steps`` moves (``"arm_reseed"``); at the first stage, ``R`` new exact draws of
+   ``p_{t_0}`` -- and pool all blocks, block ``b`` of ``n_b`` particles getting total weight ``n_b / R_n`` (ARM
+   Proposition 1); ``R_eff`` is the Kish ESS of ``Wbar W`` over the pool;
 5. **resample**: ARM resamples back to ``R`` at every stage; resample-move (``"rm"``) when the ESS of the
    accumulated weights falls below ``resample_threshold * R_n``;
 6. **augment**: the components ``p_{t'}`` adds are drawn from their exact conditional.
