@@ -1,7 +1,7 @@
 """Shared fixtures of the pmz test suite, and the versions every run prints first.
 
-Tiers: ``python -m pytest`` runs everything (what CI runs); ``python -m pytest -m "not slow"`` is the quick tier
-(see CONTRIBUTING.md).
+Tiers: ``python -m pytest`` runs everything (CI runs it on PyMC 5); ``python -m pytest -m "not slow"`` is the quick
+tier (see CONTRIBUTING.md).
 """
 
 import logging
