@@ -42,12 +42,3 @@ __all__ = [
     "learn",
     "__version__",
 ]
-
-#: public names that an earlier version spelled differently: the old name gives an error naming the new one
-_RENAMED = {"rts": "tempered_evidence"}
-
-
-def __getattr__(name):
-    if name in _RENAMED:
-        raise AttributeError(f"pmz.{name} was renamed pmz.{_RENAMED[name]} (the same function)")
-    raise AttributeError(f"module 'pmz' has no attribute {name!r}")

@@ -14,7 +14,7 @@ from .methods.checks import check_start, n_start, prior_normalisation_note, with
 from .methods.checkpoint import run_fingerprint
 from .methods.distribute import ChunkRunner, executor_name
 from .methods.inputs import pymc_model, seed_label, seeded_streams
-from .methods.options import RENAMED, CommonOptions, option_values, options_table
+from .methods.options import CommonOptions, option_values, options_table
 from .methods.setup import compiled_model, make_family, make_kernel
 from .model.energy import EnergyModel
 from .model.posterior_draws import posterior_dataset
@@ -28,14 +28,10 @@ __all__ = ["evidence"]
 
 def build_options(method: str, options: dict, config=None):
     """The option set of ``method`` (a frozen dataclass of :mod:`pmz.methods.options`) from the keywords, on top of
-    ``config`` (an option set of the same class) when given; unknown or renamed keywords are clear errors."""
+    ``config`` (an option set of the same class) when given; unknown keywords are clear errors."""
     spec = METHODS[method]
     cls = spec.options
     allowed = sorted(f.name for f in fields(cls))
-    renamed = sorted(old for old in options if old in RENAMED and RENAMED[old] in allowed)
-    if renamed:
-        pairs = ", ".join(f"{old!r} is now {RENAMED[old]!r}" for old in renamed)
-        raise TypeError(f"pmz.evidence(method={method!r}): option renamed: {pairs} (same meaning)")
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(f"pmz.evidence(method={method!r}) got unknown option(s) {unknown}; valid options are {allowed}")

@@ -62,7 +62,6 @@ __all__ = [
     "SMCOptions",
     "ARMOptions",
     "AutoOptions",
-    "RENAMED",
     "DEFAULT_CHUNKS",
 ]
 
@@ -91,13 +90,6 @@ def options_table(cls, *, exclude: type | None = None, width: int = 112, indent:
         text = f"- ``{f.name}`` ({f.default!r}): {f.metadata['doc']}"
         lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
     return "\n".join(lines)
-
-
-# Options that an earlier version spelled differently: the old name gives an error naming the new one.
-RENAMED: dict[str, str] = {
-    "n_steps_per_sweep": "n_steps_per_temp",  # simulated tempering
-    "n_steps": "n_steps_per_temp",  # SMC and ARM
-}
 
 
 def n_steps_per_temp(default: int):

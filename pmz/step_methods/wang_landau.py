@@ -63,14 +63,7 @@ class WangLandau(_TemperingStep):
         model=None,
         rng=None,
         blocked: bool = True,
-        **renamed,
     ):
-        if renamed:
-            new = {"gamma0": "wl_gamma0", "flatness": "wl_flatness"}
-            old = next(iter(renamed))
-            if old not in new:
-                raise TypeError(f"WangLandau() got an unexpected keyword argument {old!r}")
-            raise TypeError(f"pmz: WangLandau's {old!r} is now {new[old]!r}, as in pmz.evidence (same meaning)")
         self.gamma0 = float(positive_number("wl_gamma0", wl_gamma0))
         self.flatness = float(fraction(closed_right=False)("wl_flatness", wl_flatness))
         super().__init__(
