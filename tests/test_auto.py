@@ -299,7 +299,7 @@ def test_posterior_group_holds_the_model_variables():
     assert "log_z" in summary.index and "b2[a]" in summary.index
 
 
-@pytest.mark.slow  # an ordered 3-means model: a long compile and a tempered run
+@pytest.mark.slow  # an ordered two-means mixture: a long compile and a tempered run
 def test_tempered_route_answers_for_the_density_as_written():
     """An ordered prior's density integrates to 1/K!: SMC from (sorted) prior draws is corrected by its measured
     log mass, so the tempered route and the bridge / path route give the same log Z."""
