@@ -11,6 +11,7 @@ from importlib import metadata
 import numpy as np
 import pytest
 
+from pmz.model.backend import backend_name, resolve_mode
 from pmz.systems import ALL_SYSTEMS
 
 #: the packages whose releases can change what a fixed seed produces; printed at the top of every run
@@ -26,6 +27,10 @@ def stack_versions() -> dict:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+#: the stack's default backend is PyTensor's C backend (PyTensor 2); tests that compare the C backend (``mode="CVM"``)
+#: with the default compile only one of them then
+DEFAULT_BACKEND_IS_C = backend_name(resolve_mode(None)) == "c"
 
 
 def pytest_report_header(config):
