@@ -1,4 +1,4 @@
-"""Extract the GP-classification data set shipped as ``pmz/systems/data/digits_gp.npz`` (run once).
+"""Extract the GP-classification data set shipped as ``pmz/gp/data/digits_gp.npz`` (run once).
 
 Source: scikit-learn's ``load_digits`` (1797 images of 8 x 8 pixels with values 0..16; the UCI optical
 recognition of handwritten digits test set). Steps, all deterministic:
@@ -11,7 +11,7 @@ recognition of handwritten digits test set). Steps, all deterministic:
    the scores ``X V[:, :k] = U[:, :k] D[:k]`` of the first ``k = 10`` components, signs fixed so that the largest
    absolute loading of every component is positive;
 4. shuffle the images with a fixed seed, so that the first ``n`` rows are a deterministic random subsample with
-   both classes (``pmz.systems.gp_classification.load_digits_gp(n_points=n)`` takes the first ``n``).
+   both classes (``pmz.gp.classification.load_digits_gp(n_points=n)`` takes the first ``n``).
 
 Stored as float32 scores (357 x 10), int8 labels, the images' indices in ``load_digits``, the component
 variances and the settings: about 16 kB. Needs scikit-learn, only here (pmz reads the file).
@@ -27,7 +27,7 @@ import argparse
 
 import numpy as np
 
-from pmz.systems.gp_classification import DIGITS_GP_FILE
+from pmz.gp.classification import DIGITS_GP_FILE
 
 POSITIVE_CLASS, NEGATIVE_CLASS = 3, 8
 N_COMPONENTS = 10

@@ -12,7 +12,7 @@ with ``--write-doc``):
    Metropolis kernels; estimate, delta-method se, error, ESS and the stochastic lower bound mean(log w).
 
 ``--potts-reference`` recomputes the reference log Z of the ten-state 32 x 32 Potts model at J = 2 stored in
-``pmz.systems.potts.POTTS_REFERENCE`` (and of the 16 x 16 one), by thermodynamic integration along the ordered
+``pmz.boltzmann.potts.POTTS_REFERENCE`` (and of the 16 x 16 one), by thermodynamic integration along the ordered
 branch (see :func:`ordered_branch_log_z`), after validating the same code on the 32 x 32 Ising model against
 Kaufman's exact value; it also runs forward AIS through the first-order transition for comparison. It prints
 everything and writes nothing.
@@ -45,12 +45,12 @@ from _common import DOC, ROOT, cpu_name, update_doc
 import pmz
 from pmz.estimators.jarzynski import jarzynski
 from pmz.families.schedules import make_schedule
-from pmz.kernels.lattice import IsingKernel, PottsKernel
+from pmz.boltzmann.lattice_gibbs import IsingKernel, PottsKernel
 from pmz.families.energy import EnergyFamily
-from pmz.model.energy import EnergyModel, UniformCategorical, UniformSpins
+from pmz.model.energy_model import EnergyModel, UniformCategorical, UniformSpins
 from pmz.runners.ais import run_ais
-from pmz.systems.ising import ising, ising_energy, ising_log_z_exact
-from pmz.systems.potts import potts_critical_coupling, potts_energy
+from pmz.boltzmann.ising import ising, ising_energy, ising_log_z_exact
+from pmz.boltzmann.potts import potts_critical_coupling, potts_energy
 
 HEADING = "## Ising 32 x 32: AIS error vs sweeps, kernel throughput"
 L, COUPLING = 32, 1.0

@@ -5,7 +5,7 @@ scikit-learn digits), exact log Z by enumerating the 2^20 hidden states. Base: i
 the training-set marginals (the "base-rate" model). Path: geometric, ``f0^(1-beta) f1^beta``, linear schedule
 ``b_k = k / K`` with one sweep per temperature, ``K = 100, 300, 1000, 3000``.
 
-Kernels (``pmz.kernels.rbm``):
+Kernels (``pmz.boltzmann.rbm_gibbs``):
 
 * ``RBMGibbs`` (visible space, hidden units summed out): site-by-site heat bath, one sweep = 64 unit updates;
 * ``RBMBlockMH`` (visible space): block Gibbs of the jointly tempered RBM (``h | v``, ``v | h``) as a
@@ -52,7 +52,7 @@ from pmz.estimators.jarzynski import jarzynski
 from pmz.families.schedules import make_schedule
 from pmz.families.energy import EnergyFamily
 from pmz.runners.ais import run_ais
-from pmz.systems.rbm import rbm_digits
+from pmz.boltzmann.rbm import rbm_digits
 
 HEADING = "## RBM (digits, 20 hidden): AIS error vs sweeps"
 KERNELS = [  # (label, space, kernel option of energy_model)
@@ -125,8 +125,8 @@ def bench(Ks, n_paths: int, seeds, n_hidden: int = 20, log=print):
 def equilibrium_starts(rbm, base_means, n: int, n_sweeps: int, rng, log=print):
     """Approximate draws of the RBM: ``n`` chains of ``n_sweeps`` block-Gibbs sweeps at beta = 1 (an exact kernel
     for f1), started at training images. Prints the chains' mean log f1 along the way (equilibration check)."""
-    from pmz.kernels.rbm import RBMBlockGibbs
-    from pmz.systems.rbm import digits_split
+    from pmz.boltzmann.rbm_gibbs import RBMBlockGibbs
+    from pmz.boltzmann.rbm import digits_split
 
     train, _ = digits_split()
     v = train[rng.integers(0, train.shape[0], n)].copy()
@@ -151,7 +151,7 @@ def reference(
 ):
     """Reference log Z of ``rbm_digits(500)``: forward AIS (heat bath, visible space; block Gibbs, joint space)
     and reverse AIS (heat bath) from long beta = 1 block-Gibbs chains; prints all numbers."""
-    from pmz.systems.rbm import digits_rbm
+    from pmz.boltzmann.rbm import digits_rbm
     from pmz.weights import logsumexp
 
     rbm, extra = digits_rbm(500)
@@ -368,7 +368,7 @@ def doc_body(rows, table, table500, args, command, total, rows500=()) -> str:
             "",
             (
                 f"The same kernels on `rbm_digits(500)` (64 x 500, PCD-1), {H500_PATHS} paths, one run per row, "
-                "against the reference log Z = 126.7952 +- 0.0070 (`pmz.systems.rbm.RBM_DIGITS_H500_LOG_Z`, from "
+                "against the reference log Z = 126.7952 +- 0.0070 (`pmz.boltzmann.rbm.RBM_DIGITS_H500_LOG_Z`, from "
                 "`python benchmarks/rbm_ais.py --reference`: forward heat-bath AIS with K = 3000, checked by joint "
                 "block-Gibbs AIS with K = 30000 and by reverse AIS from long beta = 1 chains):"
             ),

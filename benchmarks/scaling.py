@@ -128,7 +128,7 @@ def _load_and_evaluate(blob, X):
 def shipping():
     import cloudpickle
 
-    from pmz.methods.distribute import dumps
+    from pmz.execution.executors import dumps
     from pmz.methods.options import TwoWayOptions
     from pmz.methods.setup import compiled_model, make_family
 

@@ -1,9 +1,9 @@
-"""Train the digits RBMs shipped in ``pmz/systems/data`` (and extract the digits once).
+"""Train the digits RBMs shipped in ``pmz/boltzmann/data`` (and extract the digits once).
 
 Steps (each optional, all reproducible from fixed seeds):
 
 * ``--extract-digits``: scikit-learn's ``load_digits`` (1797 images, 8 x 8 pixels, values 0..16), binarised at
-  ``pixel > 7`` and bit-packed into ``pmz/systems/data/digits_binary.npz``. Needs scikit-learn (only here: pmz
+  ``pixel > 7`` and bit-packed into ``pmz/boltzmann/data/digits_binary.npz``. Needs scikit-learn (only here: pmz
   reads the packed file).
 * default: train every RBM in ``SETTINGS`` on the training images (``i % 5 != 0``) and write
   ``rbm_digits_<name>.npz`` (W as float32, a, b, the base means = clipped training-set pixel marginals, the
@@ -17,7 +17,7 @@ Steps (each optional, all reproducible from fixed seeds):
     the RBMs of Kiwaki (2015), Table 1, for the schedule experiments (``rbm_digits(20, training="cd1")``, ...).
 * ``--only NAME [NAME ...]``: train only these (e.g. ``--only h20_cd1 h20_cd25 h20_pcd``).
 
-The reference log Z of the 500-hidden RBM (``pmz.systems.rbm.RBM_DIGITS_H500_LOG_Z``) is computed by
+The reference log Z of the 500-hidden RBM (``pmz.boltzmann.rbm.RBM_DIGITS_H500_LOG_Z``) is computed by
 ``python benchmarks/rbm_ais.py --reference``; rerun it (and update the constant) after retraining.
 
 Usage::
@@ -41,8 +41,8 @@ import numpy as np
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 warnings.filterwarnings("ignore", message=".*ArviZ is undergoing.*")
 
-from pmz.systems.rbm import DATA_DIR, DIGITS_FILE, average_log_likelihood, digits_split, load_rbm  # noqa: E402
-from pmz.systems.rbm_training import TrainingSettings, train_rbm  # noqa: E402
+from pmz.boltzmann.rbm import DATA_DIR, DIGITS_FILE, average_log_likelihood, digits_split, load_rbm  # noqa: E402
+from pmz.boltzmann.rbm_training import TrainingSettings, train_rbm  # noqa: E402
 
 _H20_CD10 = TrainingSettings(
     method="cd",

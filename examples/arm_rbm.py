@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.sequences.rbm_units import RBMUnitSequence
+from pmz.boltzmann.unit_sequence import RBMUnitSequence
 from pmz.systems import rbm_digits
-from pmz.systems.rbm import RBM_DIGITS_H500_LOG_Z_SE, RBM
+from pmz.boltzmann.rbm import RBM_DIGITS_H500_LOG_Z_SE, RBM
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "figures" / "arm_rbm.png"
@@ -537,7 +537,7 @@ run.
 
 Time: {cpu / 60:.0f} min of CPU ({wall / 60:.0f} min wall on a shared 2-core machine) for the whole script.
 Reproduce: `python examples/arm_rbm.py --write-doc`; `--quick` (3 runs, small R, 20 hidden units, no reseed) runs
-in CI as `tests/test_example_arm_rbm.py`.
+in CI as `tests/examples/test_example_arm_rbm.py`.
 """
 
 

@@ -186,7 +186,7 @@ def bimodal_table(seed, chains=4, draws=1000, tune=500):
 def swap_bias_table(seed, n_runs=8, n_pairs=200, n_steps=4000):
     """The slow chains' E[m^2] on a 4 x 4 Ising torus at J = 0.6 (exact by enumeration) for the two swap rules:
     the error averaged over ``n_runs`` independent runs, with its se from their spread."""
-    from pmz.systems.ising import ising, ising_energy, ising_log_z_exact
+    from pmz.boltzmann.ising import ising, ising_energy, ising_log_z_exact
 
     L, J = 4, 0.6
     model = ising(L, J).model
@@ -353,7 +353,7 @@ beta = 1 states only. FPCD-style fast weights: see `examples/cast_two_node.py` (
 {bias_part}{bimodal_part}
 ## Tests
 
-`tests/test_cast.py`: the slow chains' moments on the 2-node MRF (E[s1], E[s2] = 0 within 4 MCSE; mixed states
+`tests/runners/test_cast.py`: the slow chains' moments on the 2-node MRF (E[s1], E[s2] = 0 within 4 MCSE; mixed states
 within a Poisson bound) and on a 4 x 4 Ising torus at J = 0.6 (E[m], E[m^2] by enumeration, both swap rules, "last" allowed its measured bias);
 Wang-Landau's log g_k within 4 se (over 4 runs, se < 0.02) of the exact log Z_k - log Z_0 on the MRF and within
 0.1 of Kaufman's on the Ising ladder; CAST switching modes where Gibbs (about 9 switches in 10^5 sweeps) does not;

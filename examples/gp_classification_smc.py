@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.sequences import ProbitGPSequence
+from pmz.gp import ProbitGPSequence
 
 SETTINGS = {"easy": (4.0, 4.0), "hard": (15.0, 8.0)}  # (amplitude, length scale)
 
@@ -157,7 +157,7 @@ seeds; "sd over runs" is the spread of its estimates, "mean reported se" its own
 per run (the first, compiling call excluded). "particles per stage / R" is ARM's average particle count relative
 to its base R.
 
-* **ARM / RM, data (z)**: `pmz.sequences.ProbitGPSequence`, the points added one at a time in a random order in
+* **ARM / RM, data (z)**: `pmz.gp.ProbitGPSequence`, the points added one at a time in a random order in
   the z-representation (ARM eq 10): the new point's weight is Phi(y m / s) with m, s from the conditional Gaussian
   given the included latents, the inverse covariance grows by block updates, and each stage makes one exact
   truncated-normal Gibbs sweep over the included sites (the paper used a slice sampler). R = 1000, one run per call.

@@ -4,9 +4,9 @@
                                                # docs/rts_tracking.md and docs/figures/rts_tracking.png
     python examples/rts_tracking.py --small    # CI size: 6 epochs, a checkpoint every 2, fewer chains
 
-An RBM with 64 visible and 20 hidden units is trained by PCD-1 (``pmz.systems.rbm_training.train_rbm``, batch 20, 71
+An RBM with 64 visible and 20 hidden units is trained by PCD-1 (``pmz.boltzmann.rbm_training.train_rbm``, batch 20, 71
 updates per epoch, learning rate 0.01 decaying to 0) on the shipped binarised digits (1437 training, 360 validation
-images). A ``pmz.learn.LogZTracker`` is the training callback: at every checkpoint it estimates log Z of the current
+images). A ``pmz.boltzmann.learn.LogZTracker`` is the training callback: at every checkpoint it estimates log Z of the current
 weights by RTS on a fixed linear ladder, warm-started from the previous checkpoint's ladder log-weights and chains,
 with a fixed production length. At every checkpoint the exact log Z (enumerating the 2^20 hidden states)
 gives the error, and two other trackers on the same weights give the cost of the alternatives: a cold start (``log
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pmz.learn import LogZTracker
-from pmz.systems.rbm import digits_split
-from pmz.systems.rbm_training import train_rbm
+from pmz.boltzmann.learn import LogZTracker
+from pmz.boltzmann.rbm import digits_split
+from pmz.boltzmann.rbm_training import train_rbm
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "rts_tracking.md"
@@ -274,16 +274,16 @@ def doc_text(s, t1, t2, t3, t4, t5, st, train_seconds, total, updates_per_epoch)
     verdict_cost = "held" if st["warm_seconds"] < train_seconds / n_checkpoints else "not at this scale"
     return f"""# Tracking log-likelihood during training with RTS (Carlson et al. 2016, section 4.4)
 
-`pmz.learn.LogZTracker` estimates log Z of a Boltzmann machine at checkpoints of its training, by Rao-Blackwellised
+`pmz.boltzmann.learn.LogZTracker` estimates log Z of a Boltzmann machine at checkpoints of its training, by Rao-Blackwellised
 tempered sampling (RTS) on a fixed ladder, **warm-started** from the previous checkpoint: its ladder log-weights
 `log Zhat_k` (the previous RTS curve `log Z_k`) and its chains' last states. From log Z it reports the average
 log-likelihood of any data sets, `mean_n log p(v_n) = mean_n (-F(v_n)) - log Z`, with log Z's se (the free-energy
 term is exact). It is a training callback:
 
 ```python
-from pmz.learn import LogZTracker
-from pmz.systems.rbm import digits_split
-from pmz.systems.rbm_training import train_rbm
+from pmz.boltzmann.learn import LogZTracker
+from pmz.boltzmann.rbm import digits_split
+from pmz.boltzmann.rbm_training import train_rbm
 
 train, valid = digits_split()
 tracker = LogZTracker(data={{"train": train, "validation": valid}}, every=4, updates_per_epoch=71,
@@ -294,7 +294,7 @@ tracker.table()["validation_log_likelihood"], tracker.plot()
 
 ## The method
 
-At each checkpoint (the module docstring of `pmz/learn/tracking.py` has the details):
+At each checkpoint (the module docstring of `pmz/boltzmann/learn/tracking.py` has the details):
 
 1. the energy model of the current weights on the visible units (hidden units summed out), geometric path from a
    **fixed** base f0 (the base-rate model of the training data), so the ladder's `log Zhat_k` keep their meaning

@@ -30,7 +30,7 @@ import pmz
 from pmz.families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
 from pmz.families.optimal import constant_speed_schedule
 from pmz.systems import rbm_digits
-from pmz.systems.rbm import digits_rbm, energy_model
+from pmz.boltzmann.rbm import digits_rbm, energy_model
 
 VARIANTS = ("cd1", "cd25", "pcd")
 BASES = ("base-rate", "uniform")
@@ -191,7 +191,7 @@ Paper claims (Kiwaki 2015): "VAROPT, decelerated, has the highest ESS at large K
 (differences within noise; our RBMs are small and g varies only ~30-fold); "small K can favour linear" was not
 seen either (VAROPT was as good or better at K = 100). VAROPT helps when g varies by orders of magnitude along the
 path (the power posteriors of the regression models: Var[log w] 10-20 times lower than linear at K = 100,
-`tests/test_optimal_schedules.py`), and does little when g is flat. Real kernels lag behind the schedule, so
+`tests/families/test_optimal_schedules.py`), and does little when g is flat. Real kernels lag behind the schedule, so
 the observed Var[log w] exceeds the perfect-transition prediction (`res.evidence["var_log_w_predicted"]`);
 deceleration caps the big late steps that such lag punishes, and only matters where VAROPT takes steps much
 larger than 1 / K.

@@ -9,10 +9,11 @@
 
 __version__ = "0.1.0"
 
-from . import learn, systems
+from . import boltzmann, gp, systems
+from .boltzmann import learn
 from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
-from .model.energy import EnergyModel
+from .model.energy_model import EnergyModel
 from .model.pymc import ModelSpecificationError
 from .plots import plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
@@ -39,6 +40,10 @@ __all__ = [
     "tempered_evidence",
     "tempered_weights",
     "systems",
+    "boltzmann",
+    "gp",
+    "boltzmann",
+    "gp",
     "learn",
     "__version__",
 ]

@@ -9,14 +9,15 @@ from numbers import Integral
 
 import pymc as pm
 
-from .estimators.reliability import assess
-from .methods.checks import check_start, n_start, prior_normalisation_note, with_draws_check
-from .methods.checkpoint import run_fingerprint
-from .methods.distribute import ChunkRunner, executor_name
-from .methods.inputs import pymc_model, seed_label, seeded_streams
+from .reliability import assess
+from .methods.draw_checks import check_start, n_start, prior_normalisation_note, with_draws_check
+from .execution.checkpoints import run_fingerprint
+from .execution.executors import ChunkRunner, executor_name
+from .execution.streams import seed_label, seeded_streams
+from .methods.inputs import pymc_model
 from .methods.options import CommonOptions, option_values, options_table
 from .methods.setup import compiled_model, make_family, make_kernel
-from .model.energy import EnergyModel
+from .model.energy_model import EnergyModel
 from .model.posterior_draws import posterior_dataset
 from .model.target import count_evaluations
 from .registry import DEFAULT_METHOD, METHODS
@@ -87,7 +88,7 @@ def evidence(
         Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs, each on a random
         stream spawned from the seed by chunk index; 8 chunks unless ``n_chunks`` says otherwise, one per run for
         SMC): the result is the same bits for any number of workers, and the same as ``executor=None`` with the
-        same ``n_chunks``. Each worker compiles the model once (:mod:`pmz.methods.distribute`). Methods that can be
+        same ``n_chunks``. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be
         split: ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
     checkpoint : str or os.PathLike, optional
         A netCDF file that keeps every finished chunk; a call with the same arguments (and ``random_seed``)
@@ -165,7 +166,7 @@ def evidence(
             record = spec.run(family, kernel, options, run_rng, progressbar, target)
         estimate = spec.estimate(record, options, estimate_rng)
         estimate = with_draws_check(estimate, record)
-        estimate = assess(estimate, record)  # pmz.estimators.reliability: reliable flag, reason and an honest se
+        estimate = assess(estimate, record)  # pmz.reliability: reliable flag, reason and an honest se
         if chunks is not None and chunks.partial:
             estimate = _partial(estimate, chunks)
     if prior_warning:

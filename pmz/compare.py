@@ -4,7 +4,7 @@ For independent estimates, ``log BF_ab = log Z_a - log Z_b`` with ``se = sqrt(se
 Posterior model probabilities with prior ``pi_m``: ``p(m | y) = pi_m Z_m / sum_j pi_j Z_j``.
 
 Unreliable inputs are flagged, never silently ranked: the table's ``reliable`` and ``warnings`` columns carry each
-result's verdict (:mod:`pmz.estimators.reliability`) and its number of warnings, and a ``UserWarning`` names the
+result's verdict (:mod:`pmz.reliability`) and its number of warnings, and a ``UserWarning`` names the
 unreliable
 models. A model whose log Z or se is not finite (NaN or inf: its error is unknown) makes every posterior model
 probability NaN, since each depends on all the evidences, and its log Bayes factors' se are NaN; the table is

@@ -12,11 +12,11 @@ weight of a forward annealing path is ``log w_f = sum_k (b_k - b_{k-1}) U(x_{k-1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["WorkRecord", "BidirectionalRecord", "TemperingTrace", "SMCRecord", "EvidenceEstimate"]
+__all__ = ["KnownTruth", "WorkRecord", "BidirectionalRecord", "TemperingTrace", "SMCRecord", "EvidenceEstimate"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class WorkRecord:
         number of increments made, so for a reverse run ``ess_path[i]`` is after ``b_K .. b_{K-i}``.
     log_sum_w, log_sum_w2 : ndarray or None, shape (K + 1,)
         ``log sum w`` and ``log sum w^2`` over the paths at the same points (``ess_path = exp(2 log_sum_w -
-        log_sum_w2)``): the sums that pool runs of disjoint sets of paths exactly (:mod:`pmz.runners.chunks`).
+        log_sum_w2)``): the sums that pool runs of disjoint sets of paths exactly (:mod:`pmz.runners.pooling`).
     final_x : ndarray or None, shape (n_paths, dim)
         Final particle positions in the flat unconstrained space (weighted draws of p_1), if kept.
     n_logp_evals : int
@@ -405,7 +405,7 @@ class EvidenceEstimate:
     reliable : bool
         False when the method's own diagnostics (bootstrap, overlap, ESS, bounds, a second estimate) say that
         ``log_z_se`` cannot be trusted as an asymptotic error bar; set by
-        :func:`pmz.estimators.reliability.assess`, which
+        :func:`pmz.reliability.assess`, which
         then also raises ``log_z_se`` to what those diagnostics allow.
     reliability_reason : str
         One line saying why the estimate is unreliable ("" when reliable).
@@ -419,3 +419,22 @@ class EvidenceEstimate:
     warnings: list[str] = field(default_factory=list)
     reliable: bool = True
     reliability_reason: str = ""
+
+
+class KnownTruth(NamedTuple):
+    """A PyMC model together with its exact log evidence.
+
+    Attributes
+    ----------
+    model : pymc.Model or pmz.EnergyModel
+        The model (a PyMC model with the simulated observations inside, or an energy model).
+    log_z : float
+        Exact log marginal likelihood log p(y) (closed form), or log Z of an energy model (exact, or a
+        documented reference value: see the system's docstring).
+    name : str
+        Short name of the system, e.g. ``"normal_mean"``.
+    """
+
+    model: object
+    log_z: float
+    name: str

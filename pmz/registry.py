@@ -6,7 +6,7 @@ target) -> record`` (``target``: the CompiledModel or EnergyModel) and ``estimat
 EvidenceEstimate``. Adding a method is one runner or estimator, one option set and one line here.
 
 A method with ``chunked=True`` can be split into independent chunks (``n_chunks``, ``executor=``, ``checkpoint=``:
-:mod:`pmz.methods.distribute`); its ``run`` then also takes ``chunks=`` (the call's ChunkRunner).
+:mod:`pmz.execution.executors`); its ``run`` then also takes ``chunks=`` (the call's ChunkRunner).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Method:
     description: str = ""
     needs_kernel: bool = True
     check_start: bool = True  # evaluate the family's start draws before running (auto starts from its own points)
-    chunked: bool = False  # run(..., chunks=ChunkRunner) splits the run into chunks (pmz.methods.distribute)
+    chunked: bool = False  # run(..., chunks=ChunkRunner) splits the run into chunks (pmz.execution.executors)
 
     @property
     def defaults(self) -> dict:

@@ -8,7 +8,7 @@ the two apart.
 Reliability
 -----------
 ``res.reliable`` (bool) and ``res.reliability_reason`` (str, one line) are
-:func:`pmz.estimators.reliability.assess`'s verdict:
+:func:`pmz.reliability.assess`'s verdict:
 False when the method's own diagnostics (bootstrap se, overlap, ESS, bounds, a second estimate) say that the
 asymptotic se is meaningless; ``log_z_se`` has then already been raised to what those diagnostics allow, and
 ``print(res)`` shows a line ``UNRELIABLE: <reason>`` under the log Z line. They are stored in the posterior attrs as
@@ -105,7 +105,7 @@ class EvidenceResult(_idata.RESULT_BASE):
     @property
     def reliable(self) -> bool:
         """False when the method's diagnostics say its error bar cannot be trusted
-        (see :mod:`pmz.estimators.reliability`).
+        (see :mod:`pmz.reliability`).
 
         Results written before this attribute existed read as reliable.
         """

@@ -1,7 +1,7 @@
 """Checks of argument values, written once: each takes the argument's name and value, returns the value (an int
 for integers) or raises a ValueError that names the argument and what it must be. Used by pmz.evidence's option sets
 (:mod:`pmz.methods.options`), the runners and the step methods, so that one rule has one message everywhere.
-Option sets (pmz.evidence's and pmz.learn's) are frozen dataclasses declared with :func:`option` on
+Option sets (pmz.evidence's and pmz.boltzmann.learn's) are frozen dataclasses declared with :func:`option` on
 :class:`CheckedOptions`, which runs each field's check once, on construction.
 
 >>> positive_int("n_paths", 64)

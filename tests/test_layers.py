@@ -3,18 +3,20 @@ two modules import each other (directly or through others) at import time.
 
 Layers, lowest first (a module may import its own layer and any lower one):
 
-    utilities   weights, diagnostics, validate, progress, threads, inference_data (NumPy maths, R-hat and k-hat,
-                argument checks, progress bar, BLAS threads, ArviZ)
+    utilities   weights, sample_diagnostics, validate, progress, threads, inference_data (NumPy maths, R-hat and
+                k-hat, argument checks, progress bar, BLAS threads, ArviZ)
     model       compile once: log prior / log likelihood on one flat vector; LogDensityParts, the Target protocol
     families    tempered families f_beta and their schedules
-    kernels     Markov kernels that leave f_beta invariant, and their tuning
+    kernels     generic Markov kernels that leave f_beta invariant, and their tuning
     sequences   SMC sequences of distributions (a family or a growing space, with its kernel)
-    records     what runners record (WorkRecord, TemperingTrace, SMCRecord): types that runners build
-    runners     algorithms that move particles and record
-    estimators  pure functions: record in, EvidenceEstimate out; reliability (the verdict on an estimate)
+    records     what runners record (WorkRecord, TemperingTrace, SMCRecord), EvidenceEstimate, KnownTruth
+    runners     algorithms that move particles and record; pooling the records of independent runs
+    execution   random streams, chunks of work on executors, checkpoints
+    estimators  pure functions: record in, EvidenceEstimate out
+    reliability the verdict on an estimate, from its typed diagnostics
     results     EvidenceResult, Bayes factors, plots
-    extras      systems (known-truth systems), step_methods (PyMC step methods and log Z from their traces),
-                learn (RBM / DBM learning; pmz.systems.rbm_training, the trainer of the shipped RBMs, runs on it)
+    stacks      the domain stacks on the generic core: gp (GP models), boltzmann (RBM, DBM, Ising, Potts, learning)
+    extras      systems (the known-truth catalogue), step_methods (PyMC step methods and log Z from their traces)
     glue        pmz/__init__, api, registry, methods/: anything
 
 ``records`` sit below ``runners``, not after them as in the data-flow picture: runners construct records, so for
@@ -31,7 +33,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "pmz"
 
 LAYERS = (
-    ("utilities", ("pmz.weights", "pmz.diagnostics", "pmz.validate", "pmz.progress", "pmz.threads",
+    ("utilities", ("pmz.weights", "pmz.sample_diagnostics", "pmz.validate", "pmz.progress", "pmz.threads",
                    "pmz.inference_data")),
     ("model", ("pmz.model",)),
     ("families", ("pmz.families",)),
@@ -39,9 +41,12 @@ LAYERS = (
     ("sequences", ("pmz.sequences",)),
     ("records", ("pmz.records",)),
     ("runners", ("pmz.runners",)),
+    ("execution", ("pmz.execution",)),
     ("estimators", ("pmz.estimators",)),
+    ("reliability", ("pmz.reliability",)),
     ("results", ("pmz.results", "pmz.compare", "pmz.plots")),
-    ("extras", ("pmz.systems", "pmz.step_methods", "pmz.learn")),
+    ("stacks", ("pmz.gp", "pmz.boltzmann")),
+    ("extras", ("pmz.systems", "pmz.step_methods")),
 )
 GLUE = "glue"
 

@@ -1,4 +1,4 @@
-"""pmz.estimators.reliability: every rule on estimates built to trigger it, a good estimate that stays as it was,
+"""pmz.reliability: every rule on estimates built to trigger it, a good estimate that stays as it was,
 the result's ``reliable`` / ``reliability_reason`` (repr, netcdf round trip, older files) and two pmz.evidence runs."""
 
 import json
@@ -11,7 +11,7 @@ import pmz
 from pmz import inference_data as idata
 from pmz.estimators.jarzynski import jarzynski
 from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
-from pmz.estimators.reliability import RULES, assess
+from pmz.reliability import RULES, assess
 from pmz.results import make_result
 
 SEED = 20261122
@@ -52,7 +52,7 @@ def test_good_estimate_is_unchanged():
 
 
 def test_rules_are_documented():
-    import pmz.estimators.reliability as rel
+    import pmz.reliability as rel
 
     for rule in RULES:
         assert f"``{rule.__name__}``" in rel.__doc__, rule.__name__

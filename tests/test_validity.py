@@ -20,7 +20,7 @@ from pmz.estimators.bar import bar
 from pmz.progress import progress_bar
 from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 from pmz.registry import METHODS
-from pmz.estimators.reliability import assess
+from pmz.reliability import assess
 from pmz.results import make_result
 
 SEED = 20261124

@@ -4,7 +4,7 @@ optimal (VAROPT) schedules."""
 from ..model.parts import LogDensityParts
 from .adaptive import next_beta_by_cess
 from .base import TemperedFamily
-from .data import PartialLikelihood
+from .partial_likelihood import PartialLikelihood
 from .energy import EnergyFamily
 from .geometric import GeometricPath
 from .metric import predicted_log_weight_variance, schedule_action, thermodynamic_length, thermodynamic_metric

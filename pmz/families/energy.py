@@ -4,14 +4,14 @@ section 0):
     log f_beta(x) = (1 - beta) log f0(x) + beta log f1(x) = log f0(x) + beta U(x),   U = log f1 - log f0.
 
 The base is normalised (``log Z0 = 0``), so estimates are ``log Z = log sum_x f1(x)`` (an integral for continuous
-states). The model itself (user log density, base distributions) is :mod:`pmz.model.energy`.
+states). The model itself (user log density, base distributions) is :mod:`pmz.model.energy_model`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..model.energy import EnergyModel
+from ..model.energy_model import EnergyModel
 from ..model.parts import LogDensityParts
 from .base import TemperedFamily
 
@@ -19,7 +19,7 @@ __all__ = ["EnergyFamily"]
 
 
 class EnergyFamily(TemperedFamily):
-    """The geometric path ``log f0 + beta (log f1 - log f0)`` of an :class:`~pmz.model.energy.EnergyModel`.
+    """The geometric path ``log f0 + beta (log f1 - log f0)`` of an :class:`~pmz.model.energy_model.EnergyModel`.
 
     ``log_z0`` is the base's ``log_z`` (0: normalised), so estimates are ``log Z = log sum_x f1(x)``.
     """

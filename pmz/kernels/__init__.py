@@ -1,9 +1,8 @@
-"""Batched Markov kernels that leave a tempered density invariant, and their tuning."""
+"""Batched Markov kernels that leave a tempered density invariant, and their tuning: the generic kernels only (the
+GP and Boltzmann kernels are in :mod:`pmz.gp` and :mod:`pmz.boltzmann`)."""
 
 from .base import Kernel, KernelInfo, KernelParams, ParticleState
 from .hmc import HamiltonianMC
-from .probit_gibbs import ProbitGibbs
-from .rmhmc import GPRiemannianHMC
 from .rwmh import RandomWalkMetropolis
 from .tuning import TuningResult
 
@@ -15,8 +14,6 @@ __all__ = [
     "KernelParams",
     "ParticleState",
     "HamiltonianMC",
-    "GPRiemannianHMC",
-    "ProbitGibbs",
     "RandomWalkMetropolis",
     "TuningResult",
     "KERNELS",

@@ -2,7 +2,7 @@
 
 * :mod:`~pmz.methods.options`: one frozen option set per family of methods, each option documented and checked once;
 * :mod:`~pmz.methods.setup`: the compiled model (once per model), the tempered family and the kernel;
-* :mod:`~pmz.methods.checks`, :mod:`~pmz.methods.inputs`: start draws, the prior's normalisation, posterior
+* :mod:`~pmz.methods.draw_checks`, :mod:`~pmz.methods.inputs`: start draws, the prior's normalisation, posterior
   draws, the model argument and ``random_seed``;
 * :mod:`~pmz.methods.schedule`: the schedule or ladder and the pilot that tunes the kernels along it;
 * :mod:`~pmz.methods.annealing`, :mod:`~pmz.methods.bridge`, :mod:`~pmz.methods.tempering`,

@@ -20,13 +20,13 @@ from ..estimators.cumulant import cumulant
 from ..estimators.histogram import histogram_posterior
 from ..estimators.jarzynski import jarzynski
 from ..estimators.raise_ import raise_estimate
-from ..estimators.reliability import reverse_start_phrase
+from ..reliability import reverse_start_phrase
 from ..records import BidirectionalRecord
 from ..runners.ais import run_ais
 from ..runners.bidirectional import reverse_start_states, run_bidirectional, starts_need_forward
-from ..runners.chunks import merge_work, split
+from ..runners.pooling import merge_work, split
 from ..weights import ess
-from .distribute import Task
+from ..execution.executors import Task
 from .schedule import setup_schedule
 
 __all__ = ["run_forward_ais", "estimate_jarzynski", "run_two_way", "two_way_estimator", "TWO_WAY_DESCRIPTIONS"]
@@ -90,7 +90,7 @@ def _nothing_finished(what: str):
 
 def run_forward_ais(family, kernel, options, rng, progressbar, target=None, chunks=None):
     schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
-    if chunks is not None:  # pmz.methods.distribute: groups of paths, each on its own stream
+    if chunks is not None:  # pmz.execution.executors: groups of paths, each on its own stream
         n_chunks = chunks.count(options.n_chunks, options.n_paths)
         tasks = _ais_tasks("forward", options.n_paths, n_chunks, run_rng, keep_particles=options.keep_particles)
         context = _ais_context(family, kernel, schedule, params, options, tuning)

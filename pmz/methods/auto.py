@@ -39,12 +39,12 @@ import numpy as np
 from ..estimators.bar import bar
 from ..families import GeometricPath
 from ..records import EvidenceEstimate
-from ..estimators.reliability import assess
+from ..reliability import assess
 from ..runners.bidirectional import run_bidirectional
-from ..runners.bridge import fit_reference, run_bridge
+from ..runners.bridge_sampling import fit_reference, run_bridge
 from ..runners.starts import evenly_spaced, posterior_to_flat
 from ..weights import systematic_resample
-from ..diagnostics import pareto_khat
+from ..sample_diagnostics import pareto_khat
 from ..model.pymc import ModelSpecificationError
 from ..runners.posterior_hmc import (
     PosteriorDraws,
@@ -304,9 +304,9 @@ def _tempered_route(family, kernel, options, rng, progressbar, target, reason, c
 def _density_evidence(est, family, target, rng):
     """SMC from prior draws estimates the evidence under the draws' (normalised) prior; the bridge and path routes
     integrate the model's density as PyMC writes it. Where that prior density does not integrate to one (ordered
-    transforms: 1/K!; LKJCholeskyCov on PyMC 5), add its measured log mass (:mod:`pmz.model.prior_check`) so that
+    transforms: 1/K!; LKJCholeskyCov on PyMC 5), add its measured log mass (:mod:`pmz.model.prior_mass`) so that
     every route answers the same question: ``log Z_density = log Z_prior_draws + sum_v log c_v``."""
-    from .checks import prior_normalisation_note
+    from .draw_checks import prior_normalisation_note
 
     masses, _ = prior_normalisation_note(family, target, rng, "auto")
     if not masses:
@@ -455,7 +455,7 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
 
 def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     """The route's estimate with both estimates, the route and its reason in the diagnostics."""
-    ests = record.estimates  # each already carries its own verdict and honest se (pmz.estimators.reliability)
+    ests = record.estimates  # each already carries its own verdict and honest se (pmz.reliability)
     if record.route == "bridge":
         a, b = ests["bridge_a"], ests["bridge_b"]
         log_z = 0.5 * (a.log_z + b.log_z)
@@ -504,7 +504,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         )
     for est in ests.values():
         warnings += [w for w in est.warnings if w not in warnings]
-    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.estimators.reliability
+    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.reliability
         diagnostics = {**first.diagnostics, **diagnostics}
     return EvidenceEstimate(
         log_z=float(log_z),

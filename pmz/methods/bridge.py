@@ -1,13 +1,13 @@
 """Bridge sampling (``"bridge"``): BAR with one step, from a reference fitted to posterior draws to the posterior
 (Meng & Wong 1996; Gronau et al. 2017). The draws are the user's (``posterior=``) or a ``pm.sample`` run's; the
-reference is fitted on one half of each chain and the bridge uses the other (:mod:`pmz.runners.bridge`).
+reference is fitted on one half of each chain and the bridge uses the other (:mod:`pmz.runners.bridge_sampling`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..runners.bridge import run_bridge
+from ..runners.bridge_sampling import run_bridge
 from ..runners.starts import nuts_draws, posterior_to_flat
 from .annealing import two_way_estimator
 

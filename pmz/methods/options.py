@@ -30,6 +30,7 @@ from ..runners.bidirectional import REVERSE_STARTS
 from ..runners.levels import LEVEL_MOVES
 from ..runners.resampling import RESAMPLING_SCHEMES
 from ..runners.wang_landau import WL_UPDATES
+from ..execution.executors import DEFAULT_CHUNKS
 from ..threads import DEFAULT_BLAS_THREADS, check_blas_threads
 from ..validate import (
     CheckedOptions,
@@ -102,12 +103,11 @@ def n_steps_per_temp(default: int):
     )
 
 
-DEFAULT_CHUNKS = 8  # chunks of a run split for executor= or checkpoint= when n_chunks is not given
 
 
 def n_chunks(units: str, streams: str = "each with a random stream spawned from the seed by chunk index",
              default_note: str = f"{DEFAULT_CHUNKS} with them"):
-    """The one option that splits a run into independent chunks (pmz.methods.distribute), per family of methods."""
+    """The one option that splits a run into independent chunks (pmz.execution.executors), per family of methods."""
     return option(
         None,
         f"split the run into this many chunks of {units}, {streams}; the result depends on n_chunks, never on the "

@@ -8,7 +8,7 @@
 * :func:`make_kernel`: the Markov kernel (``kernel="auto"``: HMC; Gibbs on discrete sites composed with HMC;
   an energy model's own kernel; see its docstring).
 
-The start check (do the family's start draws have a finite density?) is :mod:`pmz.methods.checks`.
+The start check (do the family's start draws have a finite density?) is :mod:`pmz.methods.draw_checks`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import weakref
 
 from ..families import GeometricPath, PowerPosterior
 from ..families.energy import EnergyFamily
-from ..kernels import KERNELS, GPRiemannianHMC, Kernel
+from ..gp.riemannian_hmc import GPRiemannianHMC
+from ..kernels import KERNELS, Kernel
 from ..kernels.gibbs import MixedKernel, SiteGibbs
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..model.reference import laplace_reference
@@ -53,7 +54,7 @@ def make_kernel(options, target) -> Kernel:
     on the continuous ones for mixed models (Gibbs alone when every free variable is discrete); an energy
     model's own kernel, else Gibbs for discrete states, HMC with gradients, random-walk Metropolis without.
     ``"rmhmc"``: Riemannian-manifold HMC for a PyMC Gaussian-process model (structure detected by
-    :func:`pmz.model.gp.gp_structure`, which names what is missing otherwise).
+    :func:`pmz.gp.structure.gp_structure`, which names what is missing otherwise).
     """
     kernel = options.kernel
     if isinstance(kernel, Kernel):

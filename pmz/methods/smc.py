@@ -7,9 +7,9 @@ resample-move, Fraccaro, Paquet & Winther), over the sequence named by ``sequenc
 * ``"data"`` (PyMC models): data annealing, the likelihood terms entering in ``order`` (``obs_per_stage`` at a
   time or adaptively);
 * ``"units"`` (RBM energy models): the unit-by-unit sequence with the hidden units summed out (``unit_order``);
-* an :class:`~pmz.sequences.base.SMCSequence` object (e.g. :class:`~pmz.sequences.probit_gp.ProbitGPSequence`).
+* an :class:`~pmz.sequences.base.SMCSequence` object (e.g. :class:`~pmz.gp.probit_sequence.ProbitGPSequence`).
 
-With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.methods.distribute`) the runs are split into
+With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.execution.executors`) the runs are split into
 chunks of consecutive runs, each run on the stream the unsplit call gives it: the pooled record is the same bits as
 without chunks, however the runs are grouped.
 """
@@ -20,15 +20,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..estimators.smc import smc_estimate
+from ..estimators.smc_evidence import smc_estimate
 from ..families.schedules import make_schedule
-from ..runners.chunks import merge_smc, split
-from ..runners.smc import run_smc, smc_runs, smc_settings
+from ..runners.pooling import merge_smc, split
+from ..runners.resample_move import run_smc, smc_runs, smc_settings
 from ..sequences.base import SMCSequence
-from ..sequences.data import DataAnnealingSequence
-from ..sequences.rbm_units import RBMUnitSequence
-from ..sequences.tempering import TemperingSequence
-from .distribute import Task
+from ..sequences.by_observation import DataAnnealingSequence
+from ..boltzmann.unit_sequence import RBMUnitSequence
+from ..sequences.by_temperature import TemperingSequence
+from ..execution.executors import Task
 
 __all__ = ["ARM_VARIANTS", "build_sequence", "run_smc_method", "estimate_smc_method"]
 

@@ -11,9 +11,9 @@ Pipeline (RTS sections 2.4-2.5; CAST section 5):
    once ``max_k |r_k - c_hat_k| < 0.1 / K``);
 5. the long run of ``n_sweeps`` sweeps with frozen guesses, recorded as a TemperingTrace.
 
-With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.methods.distribute`) steps 1-4 run here and the
+With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.execution.executors`) steps 1-4 run here and the
 long run's chains are split into chunks: each chunk continues its chains from the initial iterations' last states
-with the frozen guesses, on a stream spawned by chunk index, and :func:`pmz.runners.chunks.merge_traces` adds the
+with the frozen guesses, on a stream spawned by chunk index, and :func:`pmz.runners.pooling.merge_traces` adds the
 chunks' batch sums (and joins MBAR's samples) into the trace one run of all chains would record.
 """
 
@@ -28,10 +28,10 @@ from ..estimators.mbar import mbar_tempering
 from ..estimators.rts import rts, rts_combine, ts
 from ..estimators.ti import TI_RULES, ti, ti_rb
 from ..model.target import count_evaluations
-from .distribute import Task
+from ..execution.executors import Task
 from .schedule import setup_schedule
-from ..runners.chunks import merge_traces, split
-from ..runners.tempering import adapt_log_zhat, run_tempering
+from ..runners.pooling import merge_traces, split
+from ..runners.tempering_sweep import adapt_log_zhat, run_tempering
 from ..runners.wang_landau import run_wang_landau
 
 __all__ = [

@@ -98,7 +98,7 @@ class PriorReference:
     mass ``1 / K!`` per ordered vector of length K: methods that start from these draws answer for the
     renormalised prior, i.e. the evidence of the model without the ordering (label switching allowed); methods
     that integrate the model's density as written (bridge, auto) give ``log K!`` less.
-    See :func:`pmz.model.prior_check.prior_normalisation`, which measures the difference.
+    See :func:`pmz.model.prior_mass.prior_normalisation`, which measures the difference.
     """
 
     name = "prior"

@@ -4,7 +4,7 @@ A target is one of three kinds, told apart by its ``kind`` attribute (never by `
 
 * ``"pymc"``: a :class:`~pmz.model.pymc.CompiledModel` (batched log prior and log likelihood on the flat value
   space; it has a ``layout``, likelihood terms, ``to_constrained``);
-* ``"energy"``: an :class:`~pmz.model.energy.EnergyModel` (a user's vectorised log density with an exact base);
+* ``"energy"``: an :class:`~pmz.model.energy_model.EnergyModel` (a user's vectorised log density with an exact base);
 * ``"sequence"``: an :class:`~pmz.sequences.base.SMCSequence` given on its own (``pmz.evidence(method="smc",
   sequence=...)``), whose counters are those of the object it evaluates, if any.
 
@@ -13,7 +13,7 @@ families and sequences report the counters of their model. A run reports its own
 ``n(after) - n(before)``, which :func:`count_evaluations` measures:
 
 >>> import numpy as np
->>> from pmz.model.energy import EnergyModel, UniformSpins
+>>> from pmz.model.energy_model import EnergyModel, UniformSpins
 >>> model = EnergyModel(lambda X: X.sum(axis=1), UniformSpins(3))
 >>> model.kind
 'energy'

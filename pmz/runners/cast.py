@@ -15,7 +15,7 @@ Each pair has
 
 One step (:func:`cast_step`) moves all slow and all fast chains with ONE call of the kernel (a batch of ``2 n``
 particles: the slow chains sit at the top level and their level draw is discarded), draws the fast chains' levels
-from ``q(k | x) ∝ r_k exp(b_k U(x) - theta_k)`` (:func:`pmz.runners.tempering.tempering_sweep`), updates the shared
+from ``q(k | x) ∝ r_k exp(b_k U(x) - theta_k)`` (:func:`pmz.runners.tempering_sweep.tempering_sweep`), updates the shared
 Wang-Landau weights, and remembers each fast chain's most recent state at ``beta = 1``. Every ``swap_interval``
 steps the pairs swap:
 
@@ -30,7 +30,7 @@ left ``beta = 1``, which (by reversibility) leans towards states that leave the 
 the slow chain carries a small bias, which its own kernel steps between swaps partly wash out. Measured
 (docs/cast.md): on a 4 x 4 Ising torus at J = 0.6, ``"last"`` with a swap every 10 steps leaves the slow chains'
 E[m^2] about 6e-4 (relative 7e-4, 1/100 of the sd of m^2) too low, also with frozen exact weights; ``"exchange"``
-shows no error beyond 2 se. On the 2-node MRF and the bimodal posterior of ``tests/test_cast.py`` the moments
+shows no error beyond 2 se. On the 2-node MRF and the bimodal posterior of ``tests/runners/test_cast.py`` the moments
 agree with the exact ones within 4 MCSE with ``"last"``.
 
 :func:`cast_init` starts the chains; :func:`run_cast` drives the steps and returns a :class:`CASTRun` (draws of
@@ -49,7 +49,7 @@ from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..validate import fraction, one_of, positive_int, positive_number
 from .level_weights import WangLandauState, wang_landau_init, wang_landau_update
-from .tempering import TemperingInfo, TemperingState, tempering_init, tempering_sweep, uniform_log_prior
+from .tempering_sweep import TemperingInfo, TemperingState, tempering_init, tempering_sweep, uniform_log_prior
 
 __all__ = [
     "uniform_ladder",
@@ -151,7 +151,7 @@ def cast_init(
     start_levels=None,
 ) -> CASTState:
     """Start ``n_pairs`` pairs: slow chains at exact draws of f0 (or ``start_x``), fast chains from
-    :func:`pmz.runners.tempering.tempering_init` (f0 draws or ``start_fast_x``; uniform levels or ``start_levels``),
+    :func:`pmz.runners.tempering_sweep.tempering_init` (f0 draws or ``start_fast_x``; uniform levels or ``start_levels``),
     Wang-Landau weights ``log_g`` (default zeros) with ``gamma = wl_gamma0``."""
     betas = np.asarray(betas, dtype=float)
     x0 = family.sample_start(rng, n_pairs) if start_x is None else np.asarray(start_x, dtype=float)
@@ -181,7 +181,7 @@ def cast_step(
     n_steps_per_temp: int = 1,
 ) -> tuple[CASTState, CASTInfo]:
     """One CAST step for every pair (module docstring): one kernel call for slow and fast chains together (through
-    :func:`pmz.runners.tempering.tempering_sweep`), the fast levels, the Wang-Landau update
+    :func:`pmz.runners.tempering_sweep.tempering_sweep`), the fast levels, the Wang-Landau update
     (:func:`pmz.runners.level_weights.wang_landau_update`, skipped when ``adapt`` is False), and the swap.
 
     ``params`` holds one ``KernelParams`` per level (the slow chains use the top level's); ``wl_time_unit`` is

@@ -27,7 +27,7 @@ from ..kernels.base import Kernel, KernelParams
 from ..kernels.tuning import TuningResult
 from ..model.target import count_evaluations
 from ..progress import progress_bar
-from ..sequences.tempering import TemperingSequence
+from ..sequences.by_temperature import TemperingSequence
 from ..validate import fraction
 from ..weights import normalized_weights
 from .smc_stage import SMCSettings, smc_init, smc_stage

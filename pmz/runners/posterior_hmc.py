@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..diagnostics import split_rhat
+from ..sample_diagnostics import split_rhat
 from ..kernels.adaptation import dual_averaging_init, dual_averaging_step_size, dual_averaging_update
 from ..model.target import count_evaluations
 

@@ -26,7 +26,7 @@ from ..kernels.base import Kernel
 from ..progress import progress_bar
 from ..validate import fraction, one_of, positive_number
 from .level_weights import wang_landau_init, wang_landau_update
-from .tempering import tempering_init, tempering_sweep, uniform_log_prior
+from .tempering_sweep import tempering_init, tempering_sweep, uniform_log_prior
 
 __all__ = ["run_wang_landau", "WL_UPDATES"]
 
@@ -55,7 +55,7 @@ def run_wang_landau(
     progressbar: bool = True,
 ):
     """Adapt level weights by Wang-Landau for ``n_sweeps`` sweeps of ``n_chains`` chains: a short driver around
-    :func:`pmz.runners.tempering.tempering_sweep` and :func:`pmz.runners.level_weights.wang_landau_update`.
+    :func:`pmz.runners.tempering_sweep.tempering_sweep` and :func:`pmz.runners.level_weights.wang_landau_update`.
 
     Returns ``(log_g, x, levels, info)``: the learnt ``theta - theta_0`` (an estimate of ``log Z_k - log Z_0``),
     the chains' last positions and levels, and a dict with ``gamma`` (per sweep), ``halvings`` (sweeps at which

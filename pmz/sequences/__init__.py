@@ -1,11 +1,11 @@
-"""Sequences of distributions for sequential Monte Carlo (the contract is in :mod:`pmz.sequences.base`)."""
+"""Sequences of distributions for sequential Monte Carlo (the contract is in :mod:`pmz.sequences.base`): the generic
+sequences (by temperature, by observation); the RBM and probit GP sequences are in :mod:`pmz.boltzmann` and
+:mod:`pmz.gp`."""
 
-from ..families.data import PartialLikelihood  # (re-exported: the family that data annealing moves)
+from ..families.partial_likelihood import PartialLikelihood  # (re-exported: the family that data annealing moves)
 from .base import SMCSequence, resolve_order
-from .data import DataAnnealingSequence
-from .probit_gp import ProbitGPSequence
-from .rbm_units import RBMUnitSequence
-from .tempering import TemperingSequence
+from .by_observation import DataAnnealingSequence
+from .by_temperature import TemperingSequence
 
 __all__ = [
     "SMCSequence",
@@ -13,6 +13,4 @@ __all__ = [
     "TemperingSequence",
     "DataAnnealingSequence",
     "PartialLikelihood",
-    "RBMUnitSequence",
-    "ProbitGPSequence",
 ]

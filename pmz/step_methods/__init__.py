@@ -6,10 +6,10 @@
 >>> pmz.tempered_evidence(idata).log_z                                                     # doctest: +SKIP
 """
 
-from .cast import CAST
+from .cast_step import CAST
 from .from_trace import tempered_evidence, tempered_weights
-from .rmhmc import GPRMHMC
-from .simulated_tempering import SimulatedTempering
-from .wang_landau import WangLandau
+from .rmhmc_step import GPRMHMC
+from .simulated_tempering_step import SimulatedTempering
+from .wang_landau_step import WangLandau
 
 __all__ = ["SimulatedTempering", "WangLandau", "CAST", "GPRMHMC", "tempered_evidence", "tempered_weights"]

@@ -17,7 +17,7 @@
 """
 
 from .bimodal import bimodal_posterior
-from .dbm import dbm_tiny, random_dbm
+from ..boltzmann.dbm import dbm_tiny, random_dbm
 from .conjugate import (
     ALL_SYSTEMS,
     KnownTruth,
@@ -28,13 +28,13 @@ from .conjugate import (
     poisson_gamma,
 )
 from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
-from .gp_classification import digits_gp_problem, gp_classification, load_digits_gp, probit_gp_model
-from .probit_evidence import probit_log_evidence_ep, probit_log_evidence_exact, probit_log_evidence_laplace
+from ..gp.classification import digits_gp_problem, gp_classification, load_digits_gp, probit_gp_model
+from ..gp.probit_evidence import probit_log_evidence_ep, probit_log_evidence_exact, probit_log_evidence_laplace
 from .hierarchical import hierarchical_normal, hierarchical_normal_log_evidence
-from .ising import ising
+from ..boltzmann.ising import ising
 from .mixture import gaussian_mixture
-from .potts import potts
-from .rbm import random_rbm, rbm_digits
+from ..boltzmann.potts import potts
+from ..boltzmann.rbm import random_rbm, rbm_digits
 from .two_node import two_node_mrf
 
 __all__ = [

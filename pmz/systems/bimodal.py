@@ -19,7 +19,7 @@ negligible on the border), in log space (logsumexp). With the defaults (``n = 40
 ``sd = 1``, ``prior_sd = 5``, ``seed = 0``) each mean has posterior standard deviation 0.22 and
 ``log p(y) = -82.3647771``; every grid from spacing 0.1 down to 0.01, with padding 2, 4 or 8 sd, agrees to
 1e-13 (the trapezoid rule converges geometrically for such smooth, rapidly decaying integrands), and
-``tests/test_systems_tempering.py`` checks it against importance sampling.
+``tests/systems/test_systems_tempering.py`` checks it against importance sampling.
 
 Mode separation. With the defaults the modes, at ``(-2.68, 2.56)`` and ``(2.56, -2.68)``, are 7.4 apart
 (33 posterior standard deviations); every path between them crosses ``mu1 = mu2``, where one normal must explain
@@ -34,7 +34,7 @@ import numpy as np
 import pymc as pm
 from scipy.special import logsumexp
 
-from .conjugate import KnownTruth
+from ..records import KnownTruth
 
 __all__ = [
     "MODE_MASSES",

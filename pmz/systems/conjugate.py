@@ -16,11 +16,13 @@ Examples
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 import pymc as pm
 from scipy.special import betaln, gammaln
+
+from ..records import KnownTruth
 
 __all__ = [
     "KnownTruth",
@@ -33,25 +35,6 @@ __all__ = [
 ]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-class KnownTruth(NamedTuple):
-    """A PyMC model together with its exact log evidence.
-
-    Attributes
-    ----------
-    model : pymc.Model or pmz.EnergyModel
-        The model (a PyMC model with the simulated observations inside, or an energy model).
-    log_z : float
-        Exact log marginal likelihood log p(y) (closed form), or log Z of an energy model (exact, or a
-        documented reference value: see the system's docstring).
-    name : str
-        Short name of the system, e.g. ``"normal_mean"``.
-    """
-
-    model: object
-    log_z: float
-    name: str
 
 
 def _check_positive(**values: float) -> None:

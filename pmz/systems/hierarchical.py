@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
-from .conjugate import KnownTruth, _check_positive, _float64
+from ..records import KnownTruth
+from .conjugate import _check_positive, _float64
 
 __all__ = ["hierarchical_normal", "hierarchical_normal_log_evidence"]
 

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from ..model.energy import EnergyModel
+from ..model.energy_model import EnergyModel
 from ..model.reference import GaussianReference
-from .conjugate import KnownTruth
+from ..records import KnownTruth
 
 __all__ = ["GaussianMixtureTarget", "gaussian_mixture", "mode_of"]
 
@@ -139,7 +139,7 @@ def gaussian_mixture(
     weight: float = 0.5,
     log_z: float = 5.0,
 ) -> KnownTruth:
-    """Two-Gaussian mixture target with a broad Gaussian base, as an :class:`~pmz.model.energy.EnergyModel`.
+    """Two-Gaussian mixture target with a broad Gaussian base, as an :class:`~pmz.model.energy_model.EnergyModel`.
 
     ``f0 = N(0, base_sd^2 I)`` (normalised), ``f1(x) = exp(log_z) [w N(x; m, sd^2 I) + (1 - w) N(x; -m, sd^2 I)]``
     with ``m = (separation / 2) (1, ..., 1) / sqrt(dim)`` (so ``|2m| = separation``); ``log Z = log_z`` exactly.

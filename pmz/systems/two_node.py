@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.gibbs import SiteGibbs
-from ..model.energy import EnergyModel, UniformSpins
-from .conjugate import KnownTruth
+from ..model.energy_model import EnergyModel, UniformSpins
+from ..records import KnownTruth
 
 __all__ = ["two_node_mrf", "two_node_log_z", "two_node_probabilities", "two_node_moments", "partition_of", "STATES"]
 
@@ -96,8 +96,8 @@ def two_node_mrf(coupling: float = 5.0) -> KnownTruth:
     Returns
     -------
     KnownTruth
-        ``(model, log_z, name)``: an :class:`~pmz.model.energy.EnergyModel` with base
-        :class:`~pmz.model.energy.UniformSpins` and the site-by-site heat bath
+        ``(model, log_z, name)``: an :class:`~pmz.model.energy_model.EnergyModel` with base
+        :class:`~pmz.model.energy_model.UniformSpins` and the site-by-site heat bath
         (:class:`~pmz.kernels.gibbs.SiteGibbs`) as its kernel; ``log_z = log(4 cosh w)``.
     """
     coupling = float(coupling)

@@ -1,0 +1,671 @@
+"""Never confidently wrong: a reliability verdict and an honest standard error for every estimate.
+
+:func:`assess` takes an :class:`~pmz.records.EvidenceEstimate` (and, when there is one, the record it came from)
+and applies the rules below, each a small function of the estimate's own diagnostics. A rule may
+
+* make the estimate **unreliable**, with a one-line reason: ``reliable = False``, ``reliability_reason`` says why
+  (reasons of several rules are joined by "; "), and the reason is added to ``warnings``;
+* set a **floor** for ``log_z_se``: the reported se becomes the largest of the estimator's own se and every floor.
+  The estimator's own se is then kept in the diagnostics as ``se_estimator`` (and Bayesian draws, where the
+  method has them, are rescaled about their mean so that their sd is the reported se).
+
+Every result that carries stochastic bounds (``lower``, ``upper``) also gets ``bounds_valid``: False when the
+reverse paths did not start from independent equilibrium draws (``reverse_start == "resample"``) or the bounds
+are inverted. The lower bound ``mean(log w_f)`` always holds (forward paths start at exact draws of f0); the upper
+bound needs reverse starts that are draws of the target.
+
+Rules and thresholds
+--------------------
+The thresholds are those at which pmz's estimators already warn that their error bar is not to be trusted, checked
+against good runs of the shipped known-truth systems (the five conjugate models, ``hierarchical_normal``, an 8 x 8
+Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those stay reliable with their se:
+
+``bootstrap_floor``
+    ``log_z_se >= se_bootstrap`` whenever a bootstrap over paths exists (all methods). Not a verdict.
+``bootstrap_excess``
+    ``se_bootstrap > 2 x`` the estimator's own (delta-method / asymptotic) se: the weights are heavy-tailed and the
+    asymptotic se is meaningless. Good runs: ratio 0.9-1.2 (the bootstrap of 200 replicates is itself good to ~5%).
+``poor_overlap``
+    ``overlap < 0.03`` between the forward and negated reverse work (BAR's and the histogram's ``min_overlap``), or
+    no forward work inside the range of the negated reverse works (or no negated reverse work inside the range of
+    the forward works; BAR warns on the former): every two-way method except ``bounds`` (whose half-gap se already
+    is the bracket). The second test matters when a side has few paths: with one reverse path (a ``reverse_start``
+    array of one row) the overlap measure ``(1/n_f + 1/n_r) sum P_0 P_1`` is near 1 whatever the works are.
+    Floor: ``max(se_ml, se_bootstrap, |jarzynski_reverse - jarzynski_forward| / 2)`` (the one-sided Jarzynski values
+    bracket log Z in expectation; half their distance makes a 2-se interval as wide as that bracket), and when all
+    of these are 0 (identical reverse paths, a degenerate bootstrap) half the bounds' gap or the distance to BAR: a
+    zero se with poor overlap cannot be reported. Good runs: overlap 0.35 (hierarchical) to 0.98, both range
+    fractions > 0 (0.27-1).
+``degenerate_weights``
+    one-sided Jarzynski methods (``ais``: forward weights, ``raise``: reverse weights) with ``ess_fraction < 0.1``
+    (their own warning). Floor: ``s_w / sqrt(ESS)``, with ``s_w`` the sd of log w under the normalised weights
+    (the spread of the paths that carry the estimate; for lognormal weights it is the sd of log w, and heavy lower
+    tails of paths without weight do not inflate it); it needs the record. Good runs: 0.15 (hierarchical) to 0.96.
+``kernel_lag``
+    ``var_log_w > 1e4 x var_log_w_predicted`` (and ``var_log_w > 1``): Var[log w] is four orders of magnitude
+    above the perfect-transition prediction (VAROPT ``K Var[log w] -> J``), the kernels do not keep up with the
+    schedule. Good runs: ratio 3-7 on the conjugate models, up to ~4e3 on the 50-d hierarchical model (a long lower
+    tail of lagging paths that carry no weight); the logistic-regression failure this module was written for had
+    1.8e7. Floor: the ``poor_overlap`` floor (two-way) or the ``degenerate_weights`` floor (one-way).
+``resampled_reverse``
+    ``reverse_start == "resample"``: ``bounds_valid = False``; the ``bounds`` method is unreliable (its upper bound
+    is not guaranteed); every other two-way method is unreliable when ``forward_ess_fraction < 0.1`` or
+    ``reverse_burn == 0`` (the reverse run then inherits the forward run's bias; the registry's warning).
+    Default good runs: forward ESS 0.13-0.93 with ``reverse_burn = 20``.
+``bounds_inverted``
+    ``upper < lower - 3 gap_se``: impossible in expectation for equilibrium reverse starts. ``bounds_valid = False``,
+    unreliable, floor ``|gap| / 2``.
+``outside_bounds``
+    ``log_z < lower - 3 sqrt(se^2 + lower_se^2)``, or, with valid bounds, ``log_z > upper + 3 sqrt(se^2 +
+    upper_se^2)``: unreliable, floor the distance to the violated bound (not for ``bounds`` itself).
+``bar_disagreement``
+    a two-way method other than BAR and ``bounds`` (RAISE, cumulant, histogram) whose log Z differs from BAR of the
+    same paths (``estimates["bar"]``) by more than 3 combined se: one-sided (RAISE) or Gaussian-work
+    (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better estimate of the two).
+    Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ by < 1.5 se.
+``cumulant_series``
+    ``cumulant``: in either direction the cumulant expansion ``log E[e^X] = k1 + k2/2 + k3/6 + k4/24 + ...`` that
+    the estimator truncates after ``k2/2`` does not converge: ``|k3|/6`` or ``|k4|/24`` exceeds ``k2/2``, with the
+    sample skewness and excess kurtosis first shrunk towards 0 by three of their standard errors under Gaussian work
+    (``sqrt(6/n)``, ``sqrt(24/n)``) so that Gaussian work of any variance passes. A few paths that lag far behind
+    (one forward work of 1.7e5 among works near 10: cumulant 4.8e6 +- 4.7e6, BAR right) make all three terms huge.
+    With BAR of the same paths (every two-way run) the verdict also needs the cumulant to lie more than 3 BAR se
+    from BAR (the cumulant's own se, built on the same moments, is no yardstick then): a non-Gaussian work whose
+    cumulant still agrees with BAR (a path 20 sd out among 512: terms 0.2, 0.06, 0.4) is no verdict. Floor:
+    ``|log_z - log Z_BAR|`` (the reason quotes BAR). Good runs: the larger neglected term is 0-0.66 of ``k2/2`` on
+    the conjugate models and the scale model (``mu ~ N(0, 2)``, ``s ~ HalfNormal(1)``, 5 points; 64 and 512 paths),
+    2.1 on one scale-model seed whose cumulant agreed with BAR; lagging paths: 7.9e4-3.6e13 (the 50-d hierarchical
+    model's cumulant, 150 nats off: ~1e3).
+``work_outliers``
+    ``cumulant`` and ``bounds`` (the methods built on means and variances of the work, where BAR and Jarzynski give a
+    path with a huge work no weight): the ``k <= max(1, 1% of n)`` paths farthest from the median work each move the
+    mean work of their direction by more than 1.5 standard errors of the other paths (``|mean - mean_rest| / k >
+    1.5 sd_rest / sqrt(n)``, i.e. a single path beyond ``1.5 sqrt(n)`` sd of the others). Such a mean, its se and
+    the bound or cumulant built on it rest on one or a few paths. Floor: ``|log_z - log Z_BAR|``. Good runs (the
+    conjugate models, ``hierarchical_normal``, the scale model below): 0.13-0.37 with 512 paths, 0.27-0.8 with 64;
+    lagging paths: 2.2 (64 paths) and 96-8e5 (512). Simulated works (50 draws each): normal <= 0.54, exponential
+    <= 1.04 (n = 64) and <= 0.39 (n = 512), lognormal with sd 1 <= 1.75 (n = 64); sd 2 (medians 0.6-1.2) is
+    flagged often, rightly: its mean rests on a few draws.
+``second_estimate``
+    diagnostics ``independent_estimates`` (two names in ``estimates``, independent estimates, e.g. ``method="auto"``'s
+    two halves): the second compared with the first (or with ``log_z`` / ``log_z_se`` when the first is absent). A
+    difference beyond 3 combined se is unreliable, floor ``|difference| / 2`` (the
+    2-se interval reaches the other estimate).
+``route_flag``
+    a non-empty diagnostic ``unreliable`` (a route that ran out of time, ...): unreliable with that reason.
+``smc_spread``
+    SMC: the independent runs' ``log Z_j`` spread by more than 1 nat (sd): the mean of ``Z_j`` is dominated by the
+    largest run and an se on the log scale is meaningless; floor the sd of one run. Good runs: sd 0.003-0.08.
+``smc_mixing``
+    SMC: ``spread_p_value < 0.01`` and ``se_between > 5 se_ideal``: the runs disagree far beyond their
+    ideal-condition error bars (the moves do not mix) and the between-run se rests on a few runs; floor the sd of
+    one run. Good runs: ratio up to 2.2 (p down to 0.002).
+``not_finite``
+    ``log_z`` or ``log_z_se`` not finite (NaN or inf): e.g. ``method="rts", n_sweeps=1``, whose batch-means se needs
+    more than one sweep. The estimate is unreliable; a NaN se stays NaN (no floor can stand in for it), and
+    :func:`pmz.compare` then gives NaN probabilities.
+
+Examples
+--------
+>>> from pmz.records import EvidenceEstimate
+>>> est = EvidenceEstimate(log_z=-642.9, log_z_se=1.0, method="bar",
+...                        diagnostics={"overlap": 0.004, "se_ml": 2.0, "se_bootstrap": 64.0})
+>>> out = assess(est)
+>>> out.reliable, out.log_z_se
+(False, 64.0)
+>>> out.reliability_reason
+'bootstrap se 64 is 64x the asymptotic se 1; work distributions barely overlap (overlap 0.004 < 0.03)'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .estimators.bar import range_fractions
+from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
+
+__all__ = ["assess", "RULES"]
+
+BOOTSTRAP_RATIO_MAX = 2.0
+MIN_OVERLAP = 0.03
+MIN_ESS_FRACTION = 0.1
+VAR_RATIO_MAX = 1e4
+VAR_LOG_W_MIN = 1.0
+BOUNDS_Z = 3.0
+DISAGREEMENT_Z = 3.0
+SMC_SPREAD_MAX = 1.0
+SMC_MIXING_RATIO = 5.0
+SMC_MIXING_P = 0.01
+JARZYNSKI_SHARE = 0.5
+CUMULANT_TERM_RATIO = 1.0
+SHAPE_NOISE_Z = 3.0
+OUTLIER_SHARE = 0.01
+OUTLIER_INFLUENCE = 1.5
+FEW_PATHS = 10
+_ONE_WAY = ("ais", "raise")
+
+
+@dataclass(frozen=True)
+class _Finding:
+    reason: str = ""  # non-empty: the estimate is unreliable
+    se_floor: float = 0.0
+    bounds_valid: bool | None = None
+
+
+@dataclass(frozen=True)
+class _Context:
+    estimate: EvidenceEstimate
+    d: dict
+    se0: float  # the estimator's own se
+    log_w_f: np.ndarray | None
+    log_w_r: np.ndarray | None
+
+    def num(self, *keys) -> float | None:
+        """The first of ``keys`` that is a finite number in the diagnostics."""
+        for key in keys:
+            value = self.d.get(key)
+            if _finite(value):
+                return float(value)
+        return None
+
+    def other(self, name: str) -> tuple[float | None, float | None]:
+        """``(log_z, log_z_se)`` of another estimator of the same run (the diagnostics' ``estimates`` table), each
+        None where absent or not finite."""
+        log_z, se = (self.d.get("estimates") or {}).get(name, (None, None))
+        return (float(log_z) if _finite(log_z) else None), (float(se) if _finite(se) else None)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and bool(np.isfinite(value))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _largest(*values) -> float:
+    return max([0.0] + [float(v) for v in values if v is not None and np.isfinite(v)])
+
+
+def _weighted_sd(log_w) -> float | None:
+    """sd of log w under the normalised weights: the spread of the paths that carry a Jarzynski estimate."""
+    lw = np.asarray(log_w, dtype=float)
+    lw = lw[np.isfinite(lw)]
+    if lw.size < 2:
+        return None
+    p = np.exp(lw - lw.max())
+    p /= p.sum()
+    mean = float(np.sum(p * lw))
+    return float(np.sqrt(np.sum(p * (lw - mean) ** 2)))
+
+
+def _spread_floor(ctx: _Context) -> float:
+    """The se an unreliable estimate gets at least: bootstrap, ML se, half the Jarzynski bracket (two-way) and the
+    ESS-limited spread of the carrying paths (one-way)."""
+    j_f, j_r = ctx.num("jarzynski_forward"), ctx.num("jarzynski_reverse")
+    bracket = JARZYNSKI_SHARE * abs(j_r - j_f) if j_f is not None and j_r is not None else None
+    one_way = None
+    if ctx.estimate.method in _ONE_WAY:
+        log_w = ctx.log_w_r if ctx.estimate.method == "raise" else ctx.log_w_f
+        ess, s_w = ctx.num("ess"), None if log_w is None else _weighted_sd(log_w)
+        if ess is not None and s_w is not None:
+            one_way = s_w / np.sqrt(max(ess, 1.0))
+    return _largest(ctx.num("se_ml"), ctx.num("se_bootstrap"), bracket, one_way)
+
+
+def _bar_distance(ctx: _Context) -> float | None:
+    """``|log_z - log Z_BAR|``: how far the estimate lies from BAR of the same paths (None without BAR)."""
+    bar_log_z, _ = ctx.other("bar")
+    return None if bar_log_z is None else abs(ctx.estimate.log_z - bar_log_z)
+
+
+def _bar_note(ctx: _Context) -> str:
+    bar_log_z, bar_se = ctx.other("bar")
+    if bar_log_z is None:
+        return ""
+    return f"; BAR of the same paths gives {bar_log_z:.6g}" + ("" if bar_se is None else f" +- {bar_se:.3g}")
+
+
+# --- the rules -----------------------------------------------------------------------------------------------------
+
+
+def bootstrap_floor(ctx: _Context) -> _Finding | None:
+    """The reported se is never below the bootstrap se over paths."""
+    se_b = ctx.num("se_bootstrap")
+    return None if se_b is None else _Finding(se_floor=se_b)
+
+
+def bootstrap_excess(ctx: _Context) -> _Finding | None:
+    """A bootstrap se far above the asymptotic one: the normal approximation behind the latter fails."""
+    se_b = ctx.num("se_bootstrap")
+    if se_b is None or not se_b > BOOTSTRAP_RATIO_MAX * ctx.se0:
+        return None
+    if not ctx.se0 > 0:
+        return _Finding(f"bootstrap se {_fmt(se_b)} while the asymptotic se is {_fmt(ctx.se0)}", se_b)
+    return _Finding(f"bootstrap se {_fmt(se_b)} is {_fmt(se_b / ctx.se0)}x the asymptotic se {_fmt(ctx.se0)}", se_b)
+
+
+def _range_fractions(ctx: _Context) -> tuple[float | None, float | None, int | None]:
+    """Fraction of forward works inside the range of the negated reverse works, the converse, and n_reverse: from
+    BAR's diagnostics, else from the record."""
+    f_in_r = ctx.num("fraction_forward_in_reverse_range")
+    r_in_f = ctx.num("fraction_reverse_in_forward_range")
+    n_r = ctx.num("n_reverse")
+    if ctx.log_w_f is not None and ctx.log_w_r is not None:
+        work_f = -ctx.log_w_f[np.isfinite(ctx.log_w_f)]
+        neg_r = ctx.log_w_r[np.isfinite(ctx.log_w_r)]  # -W_r = log w_r
+        n_r = neg_r.size if n_r is None else n_r
+        if work_f.size and neg_r.size and (f_in_r is None or r_in_f is None):
+            f_in_r, r_in_f = range_fractions(work_f, neg_r)
+    return f_in_r, r_in_f, None if n_r is None else int(n_r)
+
+
+def poor_overlap(ctx: _Context) -> _Finding | None:
+    """Forward and reverse work distributions that barely overlap: BAR's (histogram's, cumulants') se is void."""
+    overlap = ctx.num("overlap")
+    if overlap is None or ctx.estimate.method == "bounds":
+        return None
+    f_in_r, r_in_f, n_r = _range_fractions(ctx)
+    if overlap < MIN_OVERLAP:
+        reason = f"work distributions barely overlap (overlap {_fmt(overlap)} < {MIN_OVERLAP})"
+    elif f_in_r == 0 or r_in_f == 0:
+        if f_in_r == 0:
+            reason = "work distributions barely overlap (no forward work lies inside the range of the negated reverse"
+            reason += " works"
+        else:
+            reason = "work distributions barely overlap (no negated reverse work lies inside the range of the forward"
+            reason += " works"
+        if n_r is not None and n_r < FEW_PATHS:
+            reason += f"; the overlap measure {_fmt(overlap)} means nothing with {n_r} reverse path(s)"
+        reason += ")"
+    else:
+        return None
+    floor = _spread_floor(ctx)
+    if not floor > 0:  # identical reverse paths, a degenerate bootstrap: still no zero se
+        gap = ctx.num("gap")
+        floor = _largest(None if gap is None else abs(gap) / 2, _bar_distance(ctx))
+    return _Finding(reason, floor)
+
+
+def degenerate_weights(ctx: _Context) -> _Finding | None:
+    """One-sided Jarzynski (AIS, RAISE) whose weights rest on a few paths."""
+    fraction = ctx.num("ess_fraction")
+    if ctx.estimate.method not in _ONE_WAY or fraction is None or not fraction < MIN_ESS_FRACTION:
+        return None
+    side = "reverse" if ctx.estimate.method == "raise" else "forward"
+    return _Finding(
+        f"{side} weights are degenerate (ESS {100 * fraction:.2g}% of the paths < {100 * MIN_ESS_FRACTION:.0f}%)",
+        _spread_floor(ctx),
+    )
+
+
+def kernel_lag(ctx: _Context) -> _Finding | None:
+    """Var[log w] orders of magnitude above the perfect-transition prediction: the kernels do not keep up."""
+    var, predicted = ctx.num("var_log_w"), ctx.num("var_log_w_predicted")
+    if var is None or predicted is None or not predicted > 0:  # no prediction, or a degenerate one: no verdict
+        return None
+    if not (var > VAR_LOG_W_MIN and var > VAR_RATIO_MAX * predicted):
+        return None
+    return _Finding(
+        f"Var[log w] {_fmt(var)} is {_fmt(var / predicted)}x the perfect-transition "
+        f"prediction {_fmt(predicted)} (the kernels do not keep up with the schedule)",
+        _spread_floor(ctx),
+    )
+
+
+def reverse_start_phrase(option) -> str:
+    """What ran, and what the user set: ``reverse_start='resample'``, or the default 'auto' that chose it."""
+    if option in (None, "resample"):
+        return "reverse_start='resample'"
+    if option == "auto":
+        return "the default reverse_start='auto' chose 'resample': this model has no exact or HMC posterior draws"
+    return f"reverse_start={option!r} ran as 'resample'"
+
+
+def resampled_reverse(ctx: _Context) -> _Finding | None:
+    """Reverse paths from resampled forward end states: no valid upper bound; biased when the forward ESS is low."""
+    if ctx.d.get("reverse_start") != "resample":
+        return None
+    chosen = reverse_start_phrase(ctx.d.get("reverse_start_option"))
+    if ctx.estimate.method == "bounds":
+        return _Finding(
+            f"the reverse paths started from resampled forward states ({chosen}), so the upper bound is not "
+            "guaranteed",
+            bounds_valid=False,
+        )
+    fraction, burn = ctx.num("forward_ess_fraction"), ctx.num("reverse_burn")
+    low = fraction is not None and fraction < MIN_ESS_FRACTION
+    if low or burn == 0:
+        what = f"the forward ESS is {100 * fraction:.2g}% of the paths" if low else "reverse_burn=0"
+        return _Finding(
+            f"the reverse paths started from resampled forward states ({chosen}) while {what}: they inherit the "
+            "forward run's bias",
+            _spread_floor(ctx),
+            bounds_valid=False,
+        )
+    return _Finding(bounds_valid=False)
+
+
+def _bound_ses(ctx: _Context) -> tuple[float | None, float | None]:
+    lower_se, upper_se = ctx.num("lower_se"), ctx.num("upper_se")
+    for log_w, name in ((ctx.log_w_f, "lower"), (ctx.log_w_r, "upper")):
+        if log_w is not None and np.all(np.isfinite(log_w)) and log_w.size > 1:
+            se = float(np.std(log_w, ddof=1) / np.sqrt(log_w.size))
+            lower_se = se if name == "lower" and lower_se is None else lower_se
+            upper_se = se if name == "upper" and upper_se is None else upper_se
+    return lower_se, upper_se
+
+
+def bounds_inverted(ctx: _Context) -> _Finding | None:
+    """An upper bound below the lower bound: the reverse paths did not start at the target."""
+    lower, upper = ctx.num("lower"), ctx.num("upper")
+    if lower is None or upper is None:
+        return None
+    gap_se = ctx.num("gap_se")
+    if gap_se is None:
+        lower_se, upper_se = _bound_ses(ctx)
+        gap_se = None if lower_se is None or upper_se is None else float(np.hypot(lower_se, upper_se))
+    gap = upper - lower
+    if gap_se is None or not gap < -BOUNDS_Z * gap_se:
+        return None
+    return _Finding(
+        f"the upper bound lies {_fmt(-gap)} below the lower bound: the reverse paths did not start from the target",
+        max(_spread_floor(ctx), abs(gap) / 2),
+        bounds_valid=False,
+    )
+
+
+def outside_bounds(ctx: _Context, bounds_valid: bool) -> _Finding | None:
+    """An estimate below the (always valid) lower bound, or above a valid upper bound."""
+    lower, upper = ctx.num("lower"), ctx.num("upper")
+    if lower is None or upper is None or ctx.estimate.method == "bounds":
+        return None
+    log_z, se = ctx.estimate.log_z, ctx.se0
+    lower_se, upper_se = _bound_ses(ctx)
+    if log_z < lower - BOUNDS_Z * np.hypot(se, lower_se or 0.0):
+        return _Finding(f"log Z lies {_fmt(lower - log_z)} below the stochastic lower bound", lower - log_z)
+    if bounds_valid and log_z > upper + BOUNDS_Z * np.hypot(se, upper_se or 0.0):
+        return _Finding(f"log Z lies {_fmt(log_z - upper)} above the stochastic upper bound", log_z - upper)
+    return None
+
+
+def bar_disagreement(ctx: _Context) -> _Finding | None:
+    """Another estimator of a two-way run (RAISE, cumulant, histogram) far from BAR of the same works."""
+    bar_log_z, bar_se = ctx.other("bar")
+    if bar_log_z is None or bar_se is None or ctx.estimate.method == "bounds":
+        return None
+    diff, combined = abs(ctx.estimate.log_z - bar_log_z), float(np.hypot(ctx.se0, bar_se))
+    if not diff > DISAGREEMENT_Z * combined:
+        return None
+    return _Finding(
+        f"{ctx.estimate.method} and BAR of the same paths disagree by {_fmt(diff)} "
+        f"({diff / combined if combined > 0 else np.inf:.1f} combined se)",
+        diff,
+    )
+
+
+def _cumulant_terms(var: float, skew: float, kurt: float, n: float | None) -> tuple[float, float, float]:
+    """``k2/2``, ``|k3|/6`` and ``|k4|/24`` of one direction's log weights, skewness and excess kurtosis shrunk by
+    SHAPE_NOISE_Z of their standard errors under Gaussian work (``sqrt(6/n)``, ``sqrt(24/n)``)."""
+    n = 2.0 if n is None else max(float(n), 2.0)
+    skew = max(abs(skew) - SHAPE_NOISE_Z * np.sqrt(6.0 / n), 0.0)
+    kurt = max(abs(kurt) - SHAPE_NOISE_Z * np.sqrt(24.0 / n), 0.0)
+    return var / 2.0, skew * var**1.5 / 6.0, kurt * var**2 / 24.0
+
+
+def cumulant_series(ctx: _Context) -> _Finding | None:
+    """A cumulant estimate whose expansion does not converge: the work is far from Gaussian."""
+    if not ctx.estimate.method.startswith("cumulant"):
+        return None
+    found = []
+    for side in ("forward", "reverse"):
+        var, skew = ctx.num(f"var_log_w_{side}"), ctx.num(f"skewness_{side}")
+        kurt, n = ctx.num(f"excess_kurtosis_{side}"), ctx.num(f"n_{side}")
+        if var is None or skew is None or kurt is None or not var > 0:
+            continue
+        second, third, fourth = _cumulant_terms(var, skew, kurt, n)
+        if max(third, fourth) > CUMULANT_TERM_RATIO * second:
+            found.append(
+                f"{side} work skewness {_fmt(skew)}, excess kurtosis {_fmt(kurt)}: terms k2/2 {_fmt(second)}, "
+                f"|k3|/6 {_fmt(third)}, |k4|/24 {_fmt(fourth)}"
+            )
+    distance, bar_se = _bar_distance(ctx), ctx.other("bar")[1]
+    if not found or (distance is not None and bar_se is not None and not distance > DISAGREEMENT_Z * bar_se):
+        return None  # Gaussian enough, or (by luck or cancellation) where BAR of the same paths is
+    return _Finding(
+        "the work is far from Gaussian and the cumulant expansion does not converge (" + "; ".join(found) + ")"
+        + _bar_note(ctx),
+        _largest(_spread_floor(ctx), distance),
+    )
+
+
+def _outlier_influence(x: np.ndarray) -> tuple[int, float, float] | None:
+    """The ``k <= max(1, OUTLIER_SHARE n)`` values farthest from the median whose removal moves the mean the most
+    per value, in standard errors of the rest: ``(k, shift of the mean, shift / k / (sd_rest / sqrt(n)))``."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 4:
+        return None
+    median = float(np.median(x))
+    d = x - median
+    order = np.argsort(np.abs(d))  # nearest first: the first m values are the rest when the n - m farthest go
+    ds = d[order]
+    s1, s2 = np.cumsum(ds), np.cumsum(ds * ds)
+    k_max = min(max(1, int(np.ceil(OUTLIER_SHARE * n))), n - 3)
+    k = np.arange(1, k_max + 1)
+    m = n - k
+    mean_rest = s1[m - 1] / m
+    var_rest = np.maximum(s2[m - 1] - m * mean_rest**2, 0.0) / (m - 1)
+    shift = np.abs(s1[-1] / n - mean_rest)
+    se_rest = np.sqrt(var_rest / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se_rest > 0, shift / k / se_rest, np.where(shift > 0, np.inf, 0.0))
+    i = int(np.argmax(ratio))
+    return int(k[i]), float(shift[i]), float(ratio[i])
+
+
+def work_outliers(ctx: _Context) -> _Finding | None:
+    """Cumulants and bounds (means and variances of the work) that rest on a few outlying paths."""
+    method = ctx.estimate.method
+    if not (method == "bounds" or method.startswith("cumulant")):
+        return None
+    found = []
+    for side, log_w in (("forward", ctx.log_w_f), ("reverse", ctx.log_w_r)):
+        if log_w is None:
+            continue
+        work = -np.asarray(log_w, dtype=float)
+        work = work[np.isfinite(work)]
+        influence = _outlier_influence(work)
+        if influence is None or not influence[2] > OUTLIER_INFLUENCE:
+            continue
+        k, shift, ratio = influence
+        median = float(np.median(work))
+        far = float(work[np.argmax(np.abs(work - median))])
+        found.append(
+            f"{k} {side} path(s) (work up to {_fmt(far)}, median {_fmt(median)}) move the mean {side} work by "
+            f"{_fmt(shift)} ({_fmt(ratio)} se of the other paths per path)"
+        )
+    if not found:
+        return None
+    what = "bounds and their midpoint rest" if method == "bounds" else "cumulant estimate rests"
+    return _Finding(
+        f"the {what} on a few outlying paths: " + "; ".join(found) + _bar_note(ctx),
+        _largest(_bar_distance(ctx)),
+    )
+
+
+def second_estimate(ctx: _Context) -> _Finding | None:
+    """Two independent estimates that disagree beyond their combined se."""
+    names = list(ctx.d.get("independent_estimates") or ())
+    if len(names) < 2:
+        return None
+    (first, first_se), (second, second_se) = ctx.other(names[0]), ctx.other(names[1])
+    if second is None or second_se is None:
+        return None
+    if first is None or first_se is None:
+        first, first_se = ctx.estimate.log_z, ctx.se0
+    diff, combined = abs(first - second), float(np.hypot(first_se, second_se))
+    if not diff > DISAGREEMENT_Z * combined:
+        return None
+    z = diff / combined if combined > 0 else np.inf
+    return _Finding(
+        f"two independent estimates disagree ({_fmt(first)} vs {_fmt(second)}, {z:.1f} combined se)", diff / 2
+    )
+
+
+def route_flag(ctx: _Context) -> _Finding | None:
+    """A route (method="auto") that says itself that its answer is unreliable."""
+    flag = ctx.d.get("unreliable")
+    return _Finding(flag) if isinstance(flag, str) and flag else None
+
+
+def _run_log_z(ctx: _Context) -> np.ndarray | None:
+    runs = ctx.d.get("run_log_z")
+    if runs is None:
+        return None
+    runs = np.asarray(runs, dtype=float).ravel()
+    runs = runs[np.isfinite(runs)]
+    return runs if runs.size >= 2 else None
+
+
+def smc_spread(ctx: _Context) -> _Finding | None:
+    """Independent SMC runs whose log Z spread by more than a nat."""
+    runs = _run_log_z(ctx)
+    if runs is None or not np.std(runs, ddof=1) > SMC_SPREAD_MAX:
+        return None
+    sd = float(np.std(runs, ddof=1))
+    return _Finding(f"the {runs.size} independent runs' log Z spread by {_fmt(sd)} nats (sd)", sd)
+
+
+def smc_mixing(ctx: _Context) -> _Finding | None:
+    """SMC runs that disagree far beyond their ideal-condition error bars."""
+    runs, p = _run_log_z(ctx), ctx.num("spread_p_value")
+    between, ideal = ctx.num("se_between"), ctx.num("se_ideal")
+    if runs is None or p is None or between is None or ideal is None:
+        return None
+    if not (p < SMC_MIXING_P and between > SMC_MIXING_RATIO * ideal):
+        return None
+    return _Finding(
+        f"the runs disagree {_fmt(between / ideal) if ideal > 0 else 'inf'}x beyond their ideal-condition se "
+        "(the moves do not mix)",
+        float(np.std(runs, ddof=1)),
+    )
+
+
+def not_finite(ctx: _Context) -> _Finding | None:
+    est = ctx.estimate
+    if np.isfinite(est.log_z) and np.isfinite(est.log_z_se):
+        return None
+    what = "log Z" if not np.isfinite(est.log_z) else "the standard error"
+    return _Finding(f"{what} is not finite (log Z {est.log_z:.6g}, se {est.log_z_se:.6g})")
+
+
+RULES = (
+    bootstrap_floor,
+    bootstrap_excess,
+    poor_overlap,
+    degenerate_weights,
+    kernel_lag,
+    resampled_reverse,
+    bounds_inverted,
+    outside_bounds,
+    bar_disagreement,
+    cumulant_series,
+    work_outliers,
+    second_estimate,
+    route_flag,
+    smc_spread,
+    smc_mixing,
+    not_finite,
+)
+"""The rules :func:`assess` applies, in order (see the module docstring)."""
+
+
+def _log_weights(record):
+    if isinstance(record, BidirectionalRecord):
+        return record.forward.log_weights, record.reverse.log_weights
+    if isinstance(record, WorkRecord):
+        return (record.log_weights, None) if record.direction == "forward" else (None, record.log_weights)
+    return None, None
+
+
+def _context(estimate: EvidenceEstimate, record) -> _Context:
+    d = dict(estimate.diagnostics)
+    if isinstance(record, BidirectionalRecord):
+        d.setdefault("reverse_start", record.reverse_start)
+        if "reverse_burn" in record.reverse.tuning:
+            d.setdefault("reverse_burn", record.reverse.tuning["reverse_burn"])
+    se0 = d.get("se_estimator", estimate.log_z_se)
+    log_w_f, log_w_r = _log_weights(record)
+    return _Context(estimate, d, float(se0), log_w_f, log_w_r)
+
+
+def assess(estimate: EvidenceEstimate, record=None) -> EvidenceEstimate:
+    """Apply every rule of :data:`RULES` to ``estimate``; return it with ``reliable``, ``reliability_reason``, the
+    reported se raised to what its diagnostics allow, ``bounds_valid`` and, when unreliable, a warning.
+
+    Pure: the input is not modified, and assessing an assessed estimate changes nothing.
+
+    Parameters
+    ----------
+    estimate : EvidenceEstimate
+        Any method's estimate.
+    record : WorkRecord, BidirectionalRecord, SMCRecord, ..., optional
+        The run's record; with a work record the rules can use the log weights themselves (bounds' standard errors,
+        the spread of the carrying paths).
+    """
+    ctx = _context(estimate, record)
+    findings, bounds_valid = [], None
+    for rule in RULES:
+        if rule is outside_bounds:
+            finding = rule(ctx, bounds_valid is not False)
+        else:
+            finding = rule(ctx)
+        if finding is None:
+            continue
+        findings.append(finding)
+        if finding.bounds_valid is False:
+            bounds_valid = False
+    se = max([estimate.log_z_se] + [f.se_floor for f in findings if np.isfinite(f.se_floor)])
+    reasons = [r for r in estimate.reliability_reason.split("; ") if r]
+    reasons += [f.reason for f in findings if f.reason and f.reason not in reasons]
+    reason = "; ".join(reasons)
+    diagnostics = dict(estimate.diagnostics)
+    if "lower" in diagnostics and "upper" in diagnostics:
+        diagnostics["bounds_valid"] = bool(diagnostics.get("bounds_valid", True)) and bounds_valid is not False
+    draws = estimate.log_z_draws
+    if se > estimate.log_z_se:
+        diagnostics.setdefault("se_estimator", float(estimate.log_z_se))
+        draws = _widen(draws, se)
+    warnings = list(estimate.warnings)
+    if reason:
+        note = f"pmz: the {estimate.method} estimate is unreliable: {reason}."
+        se_est = float(diagnostics.get("se_estimator", se))
+        if se > se_est:
+            note += f" Its se was raised from {se_est:.3g} to {se:.3g}."
+        if note not in warnings:
+            warnings.append(note)
+    return replace(
+        estimate,
+        log_z_se=float(se),
+        log_z_draws=draws,
+        diagnostics=diagnostics,
+        warnings=warnings,
+        reliable=estimate.reliable and not reason,
+        reliability_reason=reason,
+    )
+
+
+def _widen(draws, se):
+    """Draws rescaled about their mean so that their sd (ddof 1) is ``se``."""
+    if draws is None:
+        return None
+    draws = np.asarray(draws, dtype=float)
+    sd = float(np.std(draws, ddof=1)) if draws.size > 1 else 0.0
+    if not sd > 0:
+        return draws
+    mean = float(np.mean(draws))
+    return mean + (draws - mean) * (se / sd)

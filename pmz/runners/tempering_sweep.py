@@ -1,0 +1,342 @@
+"""Simulated tempering on many parallel chains, recording a :class:`~pmz.records.TemperingTrace` (RTS Algorithm 1).
+
+Every chain carries a position x and a level k on the ladder ``b_0 = 0 < ... < b_{K-1} = 1``. One *sweep*
+(:func:`tempering_sweep`: the step that :func:`run_tempering`, :func:`pmz.runners.wang_landau.run_wang_landau` and
+the PyMC step methods of :mod:`pmz.step_methods.tempered_step` share; :func:`tempering_init` starts the chains):
+
+1. move x with ``n_steps_per_temp`` steps of the batched kernel, each chain at its own ``beta = b_{k_i}`` with
+   that level's frozen kernel parameters (one batched log-density call per proposal for all chains);
+2. compute ``q(. | x_i)`` over all K levels at the new x (Rao-Blackwellisation, RTS eq 9);
+3. draw new levels from ``q(k | x)`` (Gibbs) or by +-1 Metropolis moves (:mod:`pmz.runners.levels`).
+
+:func:`run_tempering` drives sweeps with frozen guesses and records, per batch of sweeps, ``q``, the ``q``-weighted
+``U`` and ``U^2``, the visits, and ``U`` at the visited level.
+
+:func:`adapt_log_zhat` runs the *initial iterations* of RTS section 2.4: short runs alternating with the RTS
+update ``log Zhat_k <- log Zhat_k + log(c_hat_k / r_k) - log(c_hat_0 / r_0)`` (:func:`rts_update`, in
+:mod:`pmz.runners.level_weights` with the other rules that adapt the guesses), each restarting from the chains'
+last x with fresh uniform levels, until ``max_k |r_k - c_hat_k| < tol / K``. With good ``Zhat`` every level is
+visited about ``r_k`` of the time, so the ladder mixes.
+
+Runners record; the estimators in :mod:`pmz.estimators.rts`, :mod:`pmz.estimators.ti` and
+:mod:`pmz.estimators.mbar` turn a trace into log Z.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..kernels.base import Kernel, ParticleState, params_per_particle
+from ..model.target import count_evaluations
+from ..progress import progress_bar
+from ..records import TemperingTrace
+from .level_weights import rts_update
+from .levels import level_log_probs, move_levels
+
+__all__ = [
+    "run_tempering",
+    "adapt_log_zhat",
+    "TemperingState",
+    "TemperingInfo",
+    "tempering_init",
+    "tempering_sweep",
+    "rts_update",
+    "uniform_log_prior",
+    "start_outside_support_at_zero",
+]
+
+
+def uniform_log_prior(n_levels: int) -> np.ndarray:
+    return np.full(n_levels, -np.log(n_levels))
+
+
+def start_outside_support_at_zero(levels, U, betas) -> np.ndarray:
+    """Chains whose ``U`` is not finite (``f1(x) = 0``: a likelihood that is zero there) start at level 0 when
+    ``b_0 = 0``, the only level where ``f_b(x) > 0``; at any other level their kernel could never move them (every
+    proposal's ratio to a zero density is rejected) and ``q(k | x)`` sends them to level 0 after the first sweep
+    anyway."""
+    levels = np.asarray(levels, dtype=int)
+    if betas[0] != 0.0:
+        return levels
+    return np.where(np.isfinite(U), levels, 0)
+
+
+@dataclass(frozen=True)
+class TemperingState:
+    """Simulated-tempering chains (a batch; the PyMC step methods use a batch of one).
+
+    Attributes
+    ----------
+    particles : ParticleState
+        Each chain's position x with its cached log-density parts (``U`` gives the level conditional).
+    levels : ndarray (n,) of int
+        Each chain's level k (``beta = b_k``).
+    """
+
+    particles: ParticleState
+    levels: np.ndarray
+
+
+@dataclass(frozen=True)
+class TemperingInfo:
+    """What one sweep did, per chain.
+
+    Attributes
+    ----------
+    moved_at : ndarray (n,) of int
+        The levels at which x moved (the levels before the level move): ``(x, moved_at)`` is the recorded sample.
+    log_q : ndarray (n, K)
+        ``log q(k | x)`` at the moved x for every level, with the guesses of the sweep (Rao-Blackwellisation).
+    acceptance : ndarray (n,)
+        Kernel acceptance probability, averaged over the sweep's kernel steps.
+    level_accepted : ndarray (n,) of bool
+        Whether the level move was accepted (always True for Gibbs draws).
+    """
+
+    moved_at: np.ndarray
+    log_q: np.ndarray
+    acceptance: np.ndarray
+    level_accepted: np.ndarray
+
+
+def tempering_sweep(
+    rng,
+    state: TemperingState,
+    *,
+    family,
+    kernel: Kernel,
+    betas,
+    params,
+    log_zhat,
+    log_prior,
+    level_move: str = "gibbs",
+    n_steps_per_temp: int = 1,
+) -> tuple[TemperingState, TemperingInfo]:
+    """One sweep of RTS Algorithm 1 for all chains: ``n_steps_per_temp`` kernel steps on x, each chain at its own
+    ``beta = b_k`` with level k's parameters ``params[k]``, then ``log q(k | x)`` at the new x and a level move
+    (:func:`pmz.runners.levels.move_levels`). The same step serves :func:`run_tempering`,
+    :func:`pmz.runners.wang_landau.run_wang_landau` and the PyMC step methods (one chain).
+    """
+    levels = state.levels
+    step_params = params_per_particle(params, levels)
+    beta = betas[levels]
+    particles = state.particles
+    acceptance = np.zeros(levels.size)
+    for _ in range(n_steps_per_temp):
+        particles, info = kernel.step(rng, particles, family, beta, step_params)
+        acceptance += info.acceptance
+    log_q = level_log_probs(particles.parts.U, betas, log_zhat, log_prior)
+    new_levels, accepted = move_levels(rng, levels, log_q, level_move)
+    return TemperingState(particles, new_levels), TemperingInfo(levels, log_q, acceptance / n_steps_per_temp, accepted)
+
+
+def tempering_init(rng, family, kernel: Kernel, betas, n_chains: int, *, start_x=None, start_levels=None):
+    """The chains' start: ``x`` exact draws of f0 (or ``start_x``), levels uniform (or ``start_levels``), and a chain
+    outside the support of f1 at level 0 (:func:`start_outside_support_at_zero`)."""
+    x0 = family.sample_start(rng, n_chains) if start_x is None else np.asarray(start_x, dtype=float)
+    levels = rng.integers(0, betas.size, size=n_chains) if start_levels is None else np.asarray(start_levels, dtype=int)
+    particles = kernel.init_state(family, x0)
+    return TemperingState(particles, start_outside_support_at_zero(levels, particles.parts.U, betas))
+
+
+def _add_sample(sums, b, U, info: TemperingInfo, K: int):
+    """Add a sweep's Rao-Blackwellised and visited-level statistics to batch ``b`` of the trace's sums."""
+    q = np.exp(info.log_q)
+    moved_at = info.moved_at
+    finite = np.isfinite(U)
+    U_finite = np.where(finite, U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
+    sums["q"][b] += q.sum(axis=0)
+    sums["q_inf"][b] += q[~finite].sum(axis=0)
+    sums["inf"][b] += np.bincount(moved_at[~finite], minlength=K)
+    sums["qU"][b] += U_finite @ q
+    sums["qU2"][b] += U_finite**2 @ q
+    sums["counts"][b] += np.bincount(moved_at, minlength=K)
+    sums["U"][b] += np.bincount(moved_at, weights=U_finite, minlength=K)
+    sums["U2"][b] += np.bincount(moved_at, weights=U_finite**2, minlength=K)
+
+
+def run_tempering(
+    family,
+    kernel: Kernel,
+    betas,
+    params,
+    *,
+    log_zhat,
+    rng: np.random.Generator,
+    n_chains: int,
+    n_sweeps: int,
+    log_prior=None,
+    level_move: str = "gibbs",
+    n_steps_per_temp: int = 1,
+    start_x=None,
+    start_levels=None,
+    n_batches: int = 1000,
+    n_traces: int = 5,
+    store_draws: bool = False,
+    progressbar: bool = True,
+    tuning: dict | None = None,
+    desc: str = "tempering",
+) -> TemperingTrace:
+    """Run ``n_chains`` simulated-tempering chains for ``n_sweeps`` sweeps with fixed ``log_zhat``.
+
+    Parameters
+    ----------
+    family : TemperedFamily
+    kernel : Kernel
+        Any pmz kernel; it receives one beta per chain and per-chain parameters.
+    betas : array (K,)
+        The ladder, from 0 to 1.
+    params : sequence of KernelParams, length K
+        Frozen kernel parameters of each level.
+    log_zhat : array (K,)
+        Guesses of ``log Z_k`` (relative to level 0).
+    rng : numpy.random.Generator
+    n_chains, n_sweeps : int
+    log_prior : array (K,), optional
+        ``log r_k``; default uniform.
+    level_move : {"gibbs", "metropolis"}
+    n_steps_per_temp : int
+        Kernel steps on x per sweep.
+    start_x : array (n_chains, dim), optional
+        Default: exact draws of f0.
+    start_levels : array (n_chains,), optional
+        Default: uniform random levels.
+    n_batches : int
+        The sums are kept per batch of consecutive sweeps (at most ``n_sweeps`` batches: one per sweep for runs
+        up to 1000 sweeps); the estimators' error bars come from this series, with its autocorrelation.
+    n_traces : int
+        Chains whose level trajectories are kept.
+    store_draws : bool
+        Keep every sample's ``U`` and level (for MBAR): ``n_sweeps * n_chains`` floats.
+    """
+    betas = np.asarray(betas, dtype=float)
+    K = betas.size
+    if len(params) != K:
+        raise ValueError(f"need one KernelParams per level ({K}), got {len(params)}")
+    log_zhat = np.asarray(log_zhat, dtype=float)
+    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    evals = count_evaluations(family)
+    state = tempering_init(rng, family, kernel, betas, n_chains, start_x=start_x, start_levels=start_levels)
+
+    B = max(1, min(int(n_batches), int(n_sweeps)))
+    sums = {name: np.zeros((B, K)) for name in ("q", "qU", "qU2", "counts", "U", "U2", "inf", "q_inf")}
+    batch_size = np.zeros(B, dtype=int)
+    n_traces = min(int(n_traces), n_chains)
+    level_traces = np.empty((n_sweeps, n_traces), dtype=int)
+    accept_sum, accept_n = np.zeros(K), np.zeros(K)
+    level_accepted = 0
+    draws_U = np.empty((n_sweeps, n_chains)) if store_draws else None
+    draws_level = np.empty((n_sweeps, n_chains), dtype=int) if store_draws else None
+    log_q = None
+    with progress_bar(total=n_sweeps, desc=desc, disable=not progressbar) as bar:
+        for t in range(n_sweeps):
+            state, info = tempering_sweep(
+                rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
+                log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
+            )
+            b = t * B // n_sweeps
+            _add_sample(sums, b, state.particles.parts.U, info, K)
+            batch_size[b] += n_chains
+            accept_sum += np.bincount(info.moved_at, weights=info.acceptance, minlength=K)
+            accept_n += np.bincount(info.moved_at, minlength=K)
+            level_accepted += int(np.sum(info.level_accepted))
+            level_traces[t] = state.levels[:n_traces]
+            if store_draws:
+                draws_U[t], draws_level[t] = state.particles.parts.U, info.moved_at
+            log_q = info.log_q
+            bar.update(1)
+
+    with np.errstate(invalid="ignore"):
+        acceptance = accept_sum / accept_n
+    return TemperingTrace(
+        betas=betas,
+        log_zhat=log_zhat,
+        log_prior=log_prior,
+        batch_q=sums["q"],
+        batch_qU=sums["qU"],
+        batch_qU2=sums["qU2"],
+        batch_counts=sums["counts"],
+        batch_U=sums["U"],
+        batch_U2=sums["U2"],
+        batch_size=batch_size,
+        batch_inf=sums["inf"],
+        batch_q_inf=sums["q_inf"],
+        log_z0=float(family.log_z0),
+        level_traces=level_traces,
+        acceptance=acceptance,
+        level_acceptance=level_accepted / max(n_sweeps * n_chains, 1),
+        n_chains=int(n_chains),
+        n_sweeps=int(n_sweeps),
+        n_steps_per_temp=int(n_steps_per_temp),
+        level_move=level_move,
+        kernel=kernel.name,
+        draws_U=None if draws_U is None else draws_U.ravel(),
+        draws_level=None if draws_level is None else draws_level.ravel(),
+        final_x=state.particles.x,
+        final_levels=state.levels,
+        final_log_q=log_q,
+        n_logp_evals=evals.n_logp_evals,
+        n_grad_evals=evals.n_grad_evals,
+        tuning=dict(tuning or {}),
+    )
+
+
+def adapt_log_zhat(
+    family,
+    kernel: Kernel,
+    betas,
+    params,
+    *,
+    log_zhat,
+    rng: np.random.Generator,
+    n_chains: int,
+    n_sweeps: int,
+    max_iterations: int = 10,
+    tol: float = 0.1,
+    log_prior=None,
+    level_move: str = "gibbs",
+    n_steps_per_temp: int = 1,
+    start_x=None,
+    progressbar: bool = True,
+):
+    """The initial iterations of RTS section 2.4 (see module docstring).
+
+    Returns ``(log_zhat, x, levels, stages, converged)``: the adapted guesses, the chains' last positions and
+    levels (a long run that starts there needs no burn-in with +-1 level moves, which mix slowly), one
+    :class:`TemperingTrace` per iteration (each with the guesses it ran with), and whether
+    ``max_k |r_k - c_hat_k| < tol / K`` was reached within ``max_iterations``.
+    """
+    betas = np.asarray(betas, dtype=float)
+    K = betas.size
+    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    log_zhat = np.asarray(log_zhat, dtype=float)
+    x, levels, stages, converged = start_x, None, [], False
+    for i in range(int(max_iterations)):
+        trace = run_tempering(
+            family,
+            kernel,
+            betas,
+            params,
+            log_zhat=log_zhat,
+            rng=rng,
+            n_chains=n_chains,
+            n_sweeps=n_sweeps,
+            log_prior=log_prior,
+            level_move=level_move,
+            n_steps_per_temp=n_steps_per_temp,
+            start_x=x,
+            n_batches=1,
+            n_traces=0,
+            progressbar=progressbar,
+            desc=f"RTS initial iteration {i + 1}",
+        )
+        x, levels = trace.final_x, trace.final_levels
+        stages.append(replace(trace, final_x=None, final_log_q=None))  # the stages keep their statistics only
+        gap = float(np.max(np.abs(np.exp(log_prior) - trace.c_hat)))
+        log_zhat = rts_update(log_zhat, trace.c_hat, log_prior)
+        if gap < tol / K:
+            converged = True
+            break
+    return log_zhat, x, levels, stages, converged

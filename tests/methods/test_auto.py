@@ -1,0 +1,320 @@
+"""method="auto" (the default): accuracy on known-truth systems, the route choice, the two-estimate check."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import integrate, stats
+
+import pmz
+from pmz.sample_diagnostics import pareto_khat, split_rhat
+from pmz.methods.auto import AutoRecord, estimate_auto
+from pmz.runners.posterior_hmc import sample_posterior
+from pmz.model.pymc import CompiledModel
+from pmz.records import EvidenceEstimate
+from pmz.systems import conjugate, hierarchical
+
+TOL = 0.01  # nats, on top of 4 reported se
+
+
+def _evidence(model, seed, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pmz.evidence(model, random_seed=seed, progressbar=False, **options)
+
+
+@pytest.mark.parametrize(
+    "system",
+    [conjugate.normal_mean(), conjugate.linear_regression(), conjugate.nig_regression(), conjugate.poisson_gamma()],
+    ids=lambda s: s.name,
+)
+def test_auto_is_the_default_and_matches_closed_form(system):
+    res = pmz.evidence(system.model, random_seed=3, progressbar=False)
+    assert res.method == "auto"
+    assert res["evidence"].attrs["route"] in ("bridge", "path")
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.05
+
+
+def test_auto_hierarchical_50_dimensions():
+    system = hierarchical.hierarchical_normal()
+    res = _evidence(system.model, 0)
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.05
+
+
+def test_auto_two_independent_estimates_listed():
+    system = conjugate.linear_regression()
+    res = _evidence(system.model, 1)
+    ev = res["evidence"]
+    assert list(ev.attrs["independent_estimates"].strip("[]").replace('"', "").split(", ")) == ["bridge_a", "bridge_b"]
+    (first, se_first), (second, se_second) = res.estimates.loc[["bridge_a", "bridge_b"]].values
+    assert abs(first - second) < 4 * np.hypot(se_first, se_second) + TOL
+    assert abs(res.log_z - 0.5 * (first + second)) < 1e-12
+    assert float(ev["disagreement_z"]) < 4
+
+
+def test_auto_seed_reproducible():
+    model = conjugate.normal_mean().model
+    a, b = _evidence(model, 7), _evidence(model, 7)
+    assert a.log_z == b.log_z and a.log_z_se == b.log_z_se
+
+
+def _bimodal():
+    """mu ~ N(0, 5), y = 4 ~ N(mu^2, 0.5): two modes of equal mass at mu = +-2; exact log Z by quadrature."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        pm.Normal("y", mu**2, 0.5, observed=4.0)
+    density = lambda u: stats.norm.pdf(u, 0, 5) * stats.norm.pdf(4.0, u**2, 0.5)  # noqa: E731
+    truth = np.log(integrate.quad(density, -10, 10, points=[-2, 2], epsabs=1e-14)[0])
+    return model, truth
+
+
+SCHOOLS_Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+SCHOOLS_SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+
+def _eight_schools_centered():
+    """The centred eight schools (a funnel); log Z by 1-D quadrature over tau (theta and mu integrated out)."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, SCHOOLS_SIGMA, observed=SCHOOLS_Y)
+
+    def density(tau):  # y | tau ~ N(0, diag(sigma^2 + tau^2) + 25 11')
+        cov = np.diag(SCHOOLS_SIGMA**2 + tau**2) + 25.0
+        return stats.halfcauchy.pdf(tau, scale=5.0) * stats.multivariate_normal.pdf(SCHOOLS_Y, np.zeros(8), cov)
+
+    truth = np.log(integrate.quad(density, 0, np.inf, epsabs=0, epsrel=1e-12, limit=500)[0])
+    return model, truth
+
+
+@pytest.mark.parametrize(
+    "case, seed",
+    [
+        (_bimodal, 0),  # two modes: split R-hat stays high
+        (_eight_schools_centered, 17),  # a funnel: divergences at the neck, and often chains that disagree
+    ],
+    ids=["bimodal", "funnel"],
+)
+def test_route_tempered_when_the_chains_cannot_be_trusted(case, seed):
+    """Chains that cannot be trusted send the default to the tempered route, and the reason names every rule that
+    fired (which rule a run meets depends on the random stream; that some rule fires does not: on both models the
+    split R-hat or the divergences of 32 chains flag them for every seed we tried). The estimate is within 4 se
+    (+0.01) of the quadrature truth: a 4-se bound fails with probability about 6e-5 if the se is right."""
+    model, truth = case()
+    res = _evidence(model, seed)
+    ev = res["evidence"]
+    assert ev.attrs["route"] == "tempered"
+    reason = ev.attrs["route_reason"]
+    rhat_fired = not float(ev["rhat"]) <= 1.05
+    divergences_fired = "divergent transitions" in reason
+    assert rhat_fired or divergences_fired, reason
+    assert rhat_fired == ("chains disagree" in reason), reason
+    if divergences_fired:
+        assert int(ev["divergences"]) > max(1, 1e-4 * int(ev["n_posterior_draws"]))
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.1
+
+
+def test_untrusted_chains_name_every_rule_that_fires():
+    """The route decision itself, on hand-built chain summaries (no sampling): each rule alone, both, neither, and
+    divergences in draws the user passed (posterior=: not pmz's chains, so only R-hat counts)."""
+    from types import SimpleNamespace
+
+    from pmz.methods.auto import untrusted_chains_reason
+
+    def draws(rhat, divergences):
+        return SimpleNamespace(rhat=rhat, divergences=divergences, n_chains=32, n_draws=1000)
+
+    assert untrusted_chains_reason(draws(1.01, 0), 1.05) == ""
+    assert untrusted_chains_reason(draws(1.01, 3), 1.05) == ""  # 3 <= 1e-4 x 32000: round-off, allowed
+    assert untrusted_chains_reason(draws(float("nan"), 0), 1.05).startswith("the chains disagree")
+    only_rhat = untrusted_chains_reason(draws(1.26, 0), 1.05)
+    assert "chains disagree (split R-hat 1.26 > 1.05)" in only_rhat and "divergent" not in only_rhat
+    only_div = untrusted_chains_reason(draws(1.01, 40), 1.05)
+    assert only_div.startswith("40 divergent transitions in 32000 posterior draws") and "disagree" not in only_div
+    both = untrusted_chains_reason(draws(1.26, 40), 1.05)
+    assert "chains disagree" in both and "40 divergent transitions" in both
+    assert untrusted_chains_reason(draws(1.01, 40), 1.05, own_chains=False) == ""
+
+
+def test_route_path_when_the_reference_tails_are_too_light():
+    """A skewed posterior (log sd of three observations) with a strict k-hat limit: the path route runs."""
+    system = conjugate.nig_regression()
+    res = _evidence(system.model, 2, max_khat=0.05)
+    ev = res["evidence"]
+    assert ev.attrs["route"] == "path"
+    assert "k-hat" in ev.attrs["route_reason"] or "overlap" in ev.attrs["route_reason"]
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.05
+    assert "work" in res.group_names()
+
+
+def test_discrete_model_takes_the_tempered_route():
+    with pm.Model() as model:
+        k = pm.Bernoulli("k", 0.3)
+        pm.Normal("y", 2.0 * k, 1.0, observed=[1.5, 2.2])
+    y = np.array([1.5, 2.2])
+    truth = np.log(0.7 * np.prod(stats.norm.pdf(y, 0, 1)) + 0.3 * np.prod(stats.norm.pdf(y, 2, 1)))
+    res = _evidence(model, 0)
+    assert res["evidence"].attrs["route"] == "tempered"
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    # the SMC runs' particles, resampled to equal weights, are the posterior draws: one chain per run
+    post = res["posterior"]
+    assert post["k"].dims == ("chain", "draw") and post["k"].shape == post["log_z"].shape
+    p_k1 = 0.3 * np.prod(stats.norm.pdf(y, 2, 1)) / np.exp(truth)
+    assert abs(float(post["k"].mean()) - p_k1) < 0.05
+
+
+def test_disagreement_warning_and_se_growth():
+    """Two estimates 10 combined se apart: warning, and the se covers half the difference."""
+    a = EvidenceEstimate(log_z=-10.0, log_z_se=0.01, method="bar", diagnostics={"overlap": 0.9, "pareto_khat": 0.1})
+    b = EvidenceEstimate(log_z=-9.8, log_z_se=0.01, method="bar", diagnostics={"overlap": 0.9, "pareto_khat": 0.1})
+    record = AutoRecord(route="bridge", reason="test", estimates={"bridge_a": a, "bridge_b": b})
+    est = estimate_auto(record, {}, np.random.default_rng(0))
+    assert any("disagree" in w for w in est.warnings)
+    assert est.log_z_se >= 0.1 - 1e-12
+    assert est.diagnostics["disagreement_z"] > 10
+
+
+def test_vague_gamma_prior_starts():
+    """Gamma(1e-4, 1e-4) on a precision: prior draws underflow, auto still answers (1-D quadrature truth)."""
+    rng = np.random.default_rng(0)
+    y1, y2 = rng.normal(0, 1, 12), rng.normal(0.5, 1, 12)
+    with pm.Model() as model:
+        tau = pm.Gamma("tau", 1e-4, 1e-4)
+        mu1 = pm.Normal("mu1", 0, 10)
+        mu2 = pm.Normal("mu2", 0, 10)
+        pm.Normal("y1", mu1, tau=tau, observed=y1)
+        pm.Normal("y2", mu2, tau=tau, observed=y2)
+
+    def log_marginal_given_tau(t):
+        out = 0.0
+        for y in (y1, y2):  # y ~ N(0, I / t + 100 J)
+            cov = np.eye(y.size) / t + 100.0
+            out += stats.multivariate_normal(np.zeros(y.size), cov).logpdf(y)
+        return out
+
+    log_t = np.linspace(-6, 4, 4001)
+    vals = np.array([log_marginal_given_tau(np.exp(v)) for v in log_t])
+    log_prior = stats.gamma(1e-4, scale=1e4).logpdf(np.exp(log_t)) + log_t  # density of log tau
+    integrand = vals + log_prior
+    m = integrand.max()
+    truth = m + np.log(integrate.trapezoid(np.exp(integrand - m), log_t))
+    res = _evidence(model, 0)
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.05
+
+
+def test_user_posterior_is_used():
+    system = conjugate.normal_mean()
+    with system.model:
+        idata = pm.sample(draws=500, tune=500, chains=4, cores=1, random_seed=1, progressbar=False)
+    res = _evidence(system.model, 0, posterior=idata)
+    assert res["evidence"].attrs["route"] == "bridge"
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert int(res["evidence"]["n_chains"]) == 4
+
+
+def test_max_time_is_respected_roughly():
+    system = conjugate.linear_regression()
+    res = _evidence(system.model, 0, max_time=1e-3, target_se=1e-6)
+    assert np.isfinite(res.log_z) and res.log_z_se > 0
+    assert res["evidence"].attrs["route"] in ("bridge", "path")  # no tempered fallback once the time is spent
+    assert int(res["evidence"]["n_draws"]) < 125 and int(res["evidence"]["n_draws"]) >= 10
+
+
+def test_auto_option_errors():
+    model = conjugate.normal_mean().model
+    with pytest.raises(ValueError, match="target_se"):
+        pmz.evidence(model, target_se=-1, progressbar=False)
+    with pytest.raises(ValueError, match="max_time"):
+        pmz.evidence(model, max_time=0, progressbar=False)
+    with pytest.raises(ValueError, match="n_chains"):
+        pmz.evidence(model, n_chains=2, progressbar=False)
+
+
+def test_sampler_matches_a_gaussian_posterior():
+    """The many-chain HMC draws have the conjugate posterior's mean and sd (normal mean, known sd 1, prior sd 2)."""
+    rng = np.random.default_rng(5)
+    y = rng.normal(1.0, 1.0, 20)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    precision = 1 / 4 + y.size
+    mean, sd = y.sum() / precision, precision**-0.5
+    draws = sample_posterior(CompiledModel(model), np.random.default_rng(0), n_chains=16, n_draws=250)
+    x = draws.x.reshape(-1)
+    assert draws.rhat < 1.05
+    assert 0.6 < draws.acceptance < 0.98
+    # 4000 draws, effective size > 1000: the mean is within 4 sd / sqrt(1000), the sd within 10%
+    assert abs(x.mean() - mean) < 4 * sd / np.sqrt(1000)
+    assert abs(x.std() / sd - 1) < 0.1
+
+
+def test_diagnostics():
+    rng = np.random.default_rng(0)
+    assert pareto_khat(rng.normal(size=4000)) < 0.3
+    assert pareto_khat(np.log(rng.pareto(1 / 0.9, 4000) + 1)) > 0.7
+    mixed = rng.normal(size=(8, 200, 2))
+    assert np.all(split_rhat(mixed) < 1.02)
+    mixed[0] += 3
+    assert np.all(split_rhat(mixed) > 1.1)
+
+
+def test_auto_names_the_term_that_is_never_finite():
+    with pm.Model() as model:
+        scale = pm.HalfNormal("scale", 1.0)
+        pm.HalfNormal("y_negative", scale, observed=[0.5, -1.0])
+    with pytest.raises(pmz.ModelSpecificationError, match=r"non-finite terms: \['y_negative'\]"):
+        pmz.evidence(model, progressbar=False)
+
+
+def test_posterior_group_holds_the_model_variables():
+    """The result's posterior has log_z and the model's variables and Deterministics with their dims and coords."""
+    with pm.Model(coords={"k": ["a", "b", "c"]}) as model:
+        b = pm.Normal("b", 0, 1, dims="k")
+        s = pm.HalfNormal("s", 1)
+        pm.Deterministic("b2", 2 * b, dims="k")
+        pm.Normal("y", b.sum(), s, observed=[0.1, 0.5, 0.3, -0.2, 0.4, 0.0, 0.6, 0.2])
+    res = _evidence(model, 0)
+    post = res["posterior"]
+    assert {"log_z", "b", "s", "b2"} <= set(post.data_vars)
+    assert post["b"].dims == ("chain", "draw", "k") and list(post["k"].values) == ["a", "b", "c"]
+    if res["evidence"].attrs["route"] == "tempered":  # one chain per SMC run
+        assert post.sizes["chain"] == 4 and post.sizes["draw"] == 1000
+    else:
+        assert post.sizes["chain"] == 32 and post.sizes["draw"] >= 125
+    np.testing.assert_allclose(post["b2"].values, 2 * post["b"].values)
+    assert (post["s"].values > 0).all()
+    assert f"route='{res['evidence'].attrs['route']}'" in repr(res)
+    import arviz as az
+
+    summary = az.summary(res)
+    assert "log_z" in summary.index and "b2[a]" in summary.index
+
+
+@pytest.mark.slow  # an ordered two-means mixture: a long compile and a tempered run
+def test_tempered_route_answers_for_the_density_as_written():
+    """An ordered prior's density integrates to 1/K!: SMC from (sorted) prior draws is corrected by its measured
+    log mass, so the tempered route and the bridge / path route give the same log Z."""
+    y = np.array([-1.2, -0.8, -1.0, 1.1, 0.9, 1.3])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2, shape=2, transform=pm.distributions.transforms.ordered, initval=[-1.0, 1.0])
+        pm.NormalMixture("y", w=[0.5, 0.5], mu=mu, sigma=0.5, observed=y)
+
+    def density(b, a):
+        log_lik = np.log(0.5 * stats.norm.pdf(y[:, None], [a, b], 0.5).sum(1)).sum()
+        return np.exp(stats.norm.logpdf([a, b], 0, 2).sum() + log_lik)
+
+    truth = np.log(integrate.dblquad(density, -8, 8, lambda a: a, lambda a: 8, epsabs=1e-14)[0])
+    res = _evidence(model, 1, max_rhat=1e-9)  # force the tempered route
+    assert res["evidence"].attrs["route"] == "tempered"
+    assert "mu" in res["evidence"].attrs["prior_unnormalised"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.1
