@@ -143,8 +143,8 @@ def ais_run(method, n_temps, n_paths, seed):
         "log_z": est.log_z,
         "error": est.log_z - system.log_z,
         "se": est.log_z_se,
-        "ess": est.diagnostics["ess"],
-        "lower": est.diagnostics["mean_log_w"] - system.log_z,
+        "ess": est.diagnostics.ess,
+        "lower": est.diagnostics.mean_log_w - system.log_z,
         "wall": wall,
         "cpu": cpu,
     }
@@ -287,8 +287,8 @@ def potts_reference(args):
         )
         est = jarzynski(record, n_bootstrap=0)
         log(
-            f"  K={K}, {n_paths} paths: {est.log_z:.2f} (se {est.log_z_se:.2f}, ESS {est.diagnostics['ess']:.1f}, "
-            f"mean log w {est.diagnostics['mean_log_w']:.2f}) [{time.perf_counter() - t0:.0f} s]"
+            f"  K={K}, {n_paths} paths: {est.log_z:.2f} (se {est.log_z_se:.2f}, ESS {est.diagnostics.ess:.1f}, "
+            f"mean log w {est.diagnostics.mean_log_w:.2f}) [{time.perf_counter() - t0:.0f} s]"
         )
 
 

@@ -82,9 +82,9 @@ def run_one(truth, K: int, n_paths: int, seed: int, schedule: str = "linear"):
     return {
         "log_z": est.log_z,
         "se": est.log_z_se,
-        "ess": est.diagnostics["ess"],
+        "ess": est.diagnostics.ess,
         "time": seconds,
-        "mean_log_w": est.diagnostics["mean_log_w"],
+        "mean_log_w": est.diagnostics.mean_log_w,
         "acceptance": float(np.nanmean(record.acceptance)),
     }
 
@@ -170,8 +170,8 @@ def reference(
     results["forward heat bath"] = est
     log(
         f"  forward heat bath: log Z = {est.log_z:.4f} +- {est.log_z_se:.4f} (bootstrap se "
-        f"{est.diagnostics['se_bootstrap']:.4f}); lower bound mean log w = {est.diagnostics['mean_log_w']:.4f}; "
-        f"sd log w = {np.sqrt(est.diagnostics['var_log_w']):.3f}; ESS {est.diagnostics['ess']:.0f}/{n_paths}; "
+        f"{est.diagnostics.se_bootstrap:.4f}); lower bound mean log w = {est.diagnostics.mean_log_w:.4f}; "
+        f"sd log w = {np.sqrt(est.diagnostics.var_log_w):.3f}; ESS {est.diagnostics.ess:.0f}/{n_paths}; "
         f"{time.perf_counter() - t0:.0f} s"
     )
 
@@ -193,8 +193,8 @@ def reference(
     results["forward joint block Gibbs"] = jest
     log(
         f"  forward joint block Gibbs: log Z = {jest.log_z:.4f} +- {jest.log_z_se:.4f} (bootstrap se "
-        f"{jest.diagnostics['se_bootstrap']:.4f}); lower bound {jest.diagnostics['mean_log_w']:.4f}; "
-        f"ESS {jest.diagnostics['ess']:.0f}/{n_paths}; {time.perf_counter() - t0:.0f} s"
+        f"{jest.diagnostics.se_bootstrap:.4f}); lower bound {jest.diagnostics.mean_log_w:.4f}; "
+        f"ESS {jest.diagnostics.ess:.0f}/{n_paths}; {time.perf_counter() - t0:.0f} s"
     )
 
     t0 = time.perf_counter()
@@ -221,8 +221,8 @@ def reference(
         f"(+- {np.std(lw, ddof=1) / np.sqrt(lw.size):.4f}); RAISE log Z = {raise_:.4f} +- {raise_se:.4f}; "
         f"{time.perf_counter() - t0:.0f} s"
     )
-    gap = upper - est.diagnostics["mean_log_w"]
-    log(f"  sandwich: {est.diagnostics['mean_log_w']:.4f} <= log Z <= {upper:.4f} (gap {gap:.4f})")
+    gap = upper - est.diagnostics.mean_log_w
+    log(f"  sandwich: {est.diagnostics.mean_log_w:.4f} <= log Z <= {upper:.4f} (gap {gap:.4f})")
     return results
 
 

@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.boltzmann.unit_sequence import RBMUnitSequence
+from pmz.boltzmann import RBM, RBM_DIGITS_H500_LOG_Z_SE, RBMUnitSequence
 from pmz.systems import rbm_digits
-from pmz.boltzmann.rbm import RBM_DIGITS_H500_LOG_Z_SE, RBM
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "figures" / "arm_rbm.png"

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pmz.families.energy import EnergyFamily
-from pmz.runners.cast import run_cast, uniform_ladder
-from pmz.systems.two_node import partition_of, two_node_mrf
+from pmz.families import EnergyFamily
+from pmz.runners import run_cast, uniform_ladder
+from pmz.systems import partition_of, two_node_mrf
 
 COUPLING = 5.0
 N_CHAINS = 50  # the paper's 50 slow + 50 fast chains
@@ -149,7 +149,7 @@ def bimodal_table(seed, chains=4, draws=1000, tune=500):
     import xarray as xr
 
     import pmz
-    from pmz.systems.bimodal import mode_label
+    from pmz.systems import mode_label
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
     truth = pmz.systems.bimodal_posterior()
@@ -186,7 +186,7 @@ def bimodal_table(seed, chains=4, draws=1000, tune=500):
 def swap_bias_table(seed, n_runs=8, n_pairs=200, n_steps=4000):
     """The slow chains' E[m^2] on a 4 x 4 Ising torus at J = 0.6 (exact by enumeration) for the two swap rules:
     the error averaged over ``n_runs`` independent runs, with its se from their spread."""
-    from pmz.boltzmann.ising import ising, ising_energy, ising_log_z_exact
+    from pmz.boltzmann import ising, ising_energy, ising_log_z_exact
 
     L, J = 4, 0.6
     model = ising(L, J).model

@@ -37,10 +37,7 @@ from scipy import linalg
 from scipy.special import log_ndtr
 
 import pmz
-from pmz.gp import GPRiemannianHMC
-from pmz.gp import ProbitGPSequence
-from pmz.gp.classification import EXACT_MAX_POINTS
-from pmz.gp.probit_evidence import probit_laplace_mode
+from pmz.gp import EXACT_MAX_POINTS, GPRiemannianHMC, ProbitGPSequence, probit_laplace_mode
 
 AMPLITUDES = (1.0, 4.0, 15.0)
 LENGTH_SCALES = (1.0, 4.0, 8.0)

@@ -11,13 +11,13 @@ persistent chains, CAST 50 slow + 50 fast chains (the same number of Gibbs sweep
 
 Every ``n_updates / n_checkpoints`` updates the callback keeps a copy of the DBM; after training each copy gets
 
-* ``log Z`` by forward AIS from the base-rate model (``pmz.evidence(pmz.boltzmann.dbm.energy_model(dbm, p), "ais")``:
+* ``log Z`` by forward AIS from the base-rate model (``pmz.evidence(pmz.boltzmann.dbm_energy_model(dbm, p), "ais")``:
   states ``(v, h2)``, ``h1`` summed out, heat-bath kernel) with its se;
 * the mean-field lower bound on the average log-probability of the training and test images,
   ``mean_v [E_q(-E) + H(q)] - log Z`` (exact given log Z: its se is log Z's);
 
 and the final DBMs also the true average log-probability of a subset of test images, ``log p(v) = log Z(v) - log
-Z``, with ``log Z(v) = log sum_{h1,h2} exp(-E(v, h1, h2))`` exact (:meth:`pmz.boltzmann.dbm.DBM.log_z_given_v`: given
+Z``, with ``log Z(v) = log sum_{h1,h2} exp(-E(v, h1, h2))`` exact (:meth:`pmz.boltzmann.DBM.log_z_given_v`: given
 ``v`` the hidden layers form an RBM; enumerate the 2^16 states of ``h2`` and sum ``h1`` out analytically), so the
 gap ``log p(v) - bound`` is exact and only log Z carries an error. The final log Z is checked by a second AIS run in
 the joint space (layer Gibbs, every layer sampled).
@@ -43,11 +43,8 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.boltzmann.learn import fit_dbm
-from pmz.boltzmann.learn.dbm_fit import bipartite_from_dbm
-from pmz.boltzmann.learn.negative import CASTChains, PersistentGibbs
-from pmz.boltzmann.dbm import energy_model
-from pmz.boltzmann.rbm import load_digits_binary
+from pmz.boltzmann import dbm_energy_model, load_digits_binary
+from pmz.boltzmann.learn import CASTChains, PersistentGibbs, bipartite_from_dbm, fit_dbm
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = {
@@ -68,14 +65,14 @@ SIZES = (32, 16)
 
 
 def digits():
-    """Training and test images (``pmz.boltzmann.rbm.digits_split``) with their labels."""
+    """Training and test images (``pmz.boltzmann.digits_split``) with their labels."""
     images, labels = load_digits_binary()
     test = np.arange(images.shape[0]) % 5 == 0
     return images[~test], labels[~test], images[test], labels[test]
 
 
 def log_z_ais(dbm, base_means, n_temps, n_paths, seed, space="even"):
-    res = pmz.evidence(energy_model(dbm, base_means, space=space), method="ais", n_temps=n_temps, n_paths=n_paths,
+    res = pmz.evidence(dbm_energy_model(dbm, base_means, space=space), method="ais", n_temps=n_temps, n_paths=n_paths,
                        random_seed=seed, progressbar=False)
     return float(res.log_z), float(res.log_z_se)
 

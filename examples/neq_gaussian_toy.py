@@ -27,13 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pmz.estimators.bar import bar
-from pmz.estimators.bounds import stochastic_bounds
-from pmz.estimators.cumulant import cumulant
-from pmz.estimators.histogram import histogram, histogram_posterior
-from pmz.estimators.jarzynski import jarzynski
-from pmz.estimators.raise_ import raise_estimate
-from pmz.systems.gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
+from pmz.estimators import bar, cumulant, histogram, histogram_posterior, jarzynski, raise_estimate, stochastic_bounds
+from pmz.systems import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
 
 TAU = 0.5
 N_PATHS = 100
@@ -68,8 +63,8 @@ def estimate_all(forward, reverse, rng, posterior_draws: int = 0) -> dict[str, f
     out = {
         "ais": jarzynski(forward, n_bootstrap=0).log_z,
         "raise": raise_estimate(reverse, n_bootstrap=0).log_z,
-        "lower": bounds["lower"],
-        "upper": bounds["upper"],
+        "lower": bounds.lower,
+        "upper": bounds.upper,
         "cumulant_forward": cumulant(forward, n_bootstrap=0).log_z,
         "cumulant_reverse": cumulant(reverse=reverse, n_bootstrap=0).log_z,
         "cumulant_combined": cumulant(forward, reverse, n_bootstrap=0).log_z,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.boltzmann.ising import ising
+from pmz.boltzmann import ising
 
 PAPER = {"AIS": 1333.66, "RAISE": 1342.05, "BAR": 1338.05, "histogram": 1338.28, "exact": 1339.27}
 ROWS = ("AIS", "RAISE", "lower bound", "upper bound", "BAR", "histogram")

@@ -4,7 +4,7 @@
                                                # docs/rts_tracking.md and docs/figures/rts_tracking.png
     python examples/rts_tracking.py --small    # CI size: 6 epochs, a checkpoint every 2, fewer chains
 
-An RBM with 64 visible and 20 hidden units is trained by PCD-1 (``pmz.boltzmann.rbm_training.train_rbm``, batch 20, 71
+An RBM with 64 visible and 20 hidden units is trained by PCD-1 (``pmz.boltzmann.train_rbm``, batch 20, 71
 updates per epoch, learning rate 0.01 decaying to 0) on the shipped binarised digits (1437 training, 360 validation
 images). A ``pmz.boltzmann.learn.LogZTracker`` is the training callback: at every checkpoint it estimates log Z of the current
 weights by RTS on a fixed linear ladder, warm-started from the previous checkpoint's ladder log-weights and chains,
@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pmz.boltzmann import digits_split, train_rbm
 from pmz.boltzmann.learn import LogZTracker
-from pmz.boltzmann.rbm import digits_split
-from pmz.boltzmann.rbm_training import train_rbm
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "rts_tracking.md"
@@ -281,9 +280,8 @@ log-likelihood of any data sets, `mean_n log p(v_n) = mean_n (-F(v_n)) - log Z`,
 term is exact). It is a training callback:
 
 ```python
+from pmz.boltzmann import digits_split, train_rbm
 from pmz.boltzmann.learn import LogZTracker
-from pmz.boltzmann.rbm import digits_split
-from pmz.boltzmann.rbm_training import train_rbm
 
 train, valid = digits_split()
 tracker = LogZTracker(data={{"train": train, "validation": valid}}, every=4, updates_per_epoch=71,

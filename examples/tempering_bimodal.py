@@ -21,8 +21,7 @@ import numpy as np
 import pymc as pm
 
 import pmz
-from pmz.systems import bimodal_posterior
-from pmz.systems.bimodal import mode_label
+from pmz.systems import bimodal_posterior, mode_label
 
 
 def _mode_stats(mu):

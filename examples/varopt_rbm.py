@@ -27,10 +27,14 @@ from pathlib import Path
 import numpy as np
 
 import pmz
-from pmz.families.metric import predicted_log_weight_variance, thermodynamic_length, thermodynamic_metric
-from pmz.families.optimal import constant_speed_schedule
+from pmz.boltzmann import digits_rbm, rbm_energy_model
+from pmz.families import (
+    constant_speed_schedule,
+    predicted_log_weight_variance,
+    thermodynamic_length,
+    thermodynamic_metric,
+)
 from pmz.systems import rbm_digits
-from pmz.boltzmann.rbm import digits_rbm, energy_model
 
 VARIANTS = ("cd1", "cd25", "pcd")
 BASES = ("base-rate", "uniform")
@@ -79,7 +83,7 @@ def rbm_model(variant, base):
     if base == "base-rate":
         return truth.model, truth.log_z
     rbm, _ = digits_rbm(20, variant)
-    return energy_model(rbm, np.full(rbm.n_visible, 0.5)), truth.log_z
+    return rbm_energy_model(rbm, np.full(rbm.n_visible, 0.5)), truth.log_z
 
 
 def main(argv=None):

@@ -5,17 +5,26 @@
 ...     ...
 >>> res = pmz.evidence(model, method="ais", random_seed=1)           # doctest: +SKIP
 >>> res.log_z, res.log_z_se                                          # doctest: +SKIP
+
+The public surface is what ``__all__`` lists: the functions and classes below, and the subpackages, each through
+the ``__all__`` of its ``__init__`` (``from pmz.systems import normal_mean``, not a module path below it):
+
+* :mod:`pmz.systems`: known-truth systems (models with an exact log Z);
+* :mod:`pmz.methods`: the option sets of ``pmz.evidence`` (``config=``) and the ``n_temps`` rule;
+* :mod:`pmz.gp`: Gaussian-process models; :mod:`pmz.boltzmann`: Boltzmann machines and lattices, with
+  :mod:`pmz.boltzmann.learn` (learning them);
+* :mod:`pmz.estimators`, :mod:`pmz.runners`, :mod:`pmz.families`: the estimators, runners and tempered families
+  (with their schedules) ``pmz.evidence`` is built from, for research code that calls them directly.
 """
 
 __version__ = "0.1.0"
 
-from . import boltzmann, gp, systems
-from .boltzmann import learn
+from . import boltzmann, estimators, families, gp, methods, runners, systems
 from .api import evidence
 from .compare import BayesFactor, bayes_factor, compare
-from .model.energy_model import EnergyModel
+from .model.energy_model import BernoulliBase, EnergyModel, UniformCategorical, UniformSpins
 from .model.pymc import ModelSpecificationError
-from .plots import plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
+from .plots import format_log_z, plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
 from .step_methods import CAST, GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
@@ -28,11 +37,15 @@ __all__ = [
     "load",
     "ModelSpecificationError",
     "EnergyModel",
+    "BernoulliBase",
+    "UniformSpins",
+    "UniformCategorical",
     "plot_work",
     "plot_log_z",
     "plot_tempering",
     "plot_schedule",
     "plot_smc",
+    "format_log_z",
     "SimulatedTempering",
     "WangLandau",
     "CAST",
@@ -40,10 +53,11 @@ __all__ = [
     "tempered_evidence",
     "tempered_weights",
     "systems",
-    "boltzmann",
+    "methods",
     "gp",
     "boltzmann",
-    "gp",
-    "learn",
+    "estimators",
+    "runners",
+    "families",
     "__version__",
 ]

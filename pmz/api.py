@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import fields, replace
 from numbers import Integral
 
 import pymc as pm
 
+from .estimate_diagnostics import AutoDiagnostics
 from .reliability import assess
 from .methods.draw_checks import check_start, n_start, prior_normalisation_note, with_draws_check
 from .execution.checkpoints import run_fingerprint
@@ -21,7 +21,7 @@ from .model.energy_model import EnergyModel
 from .model.posterior_draws import posterior_dataset
 from .model.target import count_evaluations
 from .registry import DEFAULT_METHOD, METHODS
-from .results import EvidenceResult, make_result
+from .results import EvidenceResult, issue_warnings, make_result
 from .sequences.base import SMCSequence
 from .threads import blas_thread_limit
 
@@ -143,13 +143,13 @@ def evidence(
         evals = count_evaluations(target)
         compile0 = _compile_seconds(target)
         family = kernel = None
-        prior_diagnostics, prior_warning = {}, None
+        prior_fields, prior_warning = {}, None
         if spec.needs_kernel and not standalone:
             family = make_family(target, options.reference)
             kernel = make_kernel(options, target)
             if spec.check_start:  # methods that start from the family's draws (not auto, which starts at the posterior)
                 check_start(family, kernel, target, check_rng, n_start(options))
-                prior_diagnostics, prior_warning = prior_normalisation_note(family, target, check_rng, method)
+                prior_fields, prior_warning = prior_normalisation_note(family, target, check_rng, method)
 
         chunks = None
         if chunked:
@@ -172,11 +172,10 @@ def evidence(
     if prior_warning:
         estimate = replace(
             estimate,
-            diagnostics={**estimate.diagnostics, **prior_diagnostics},
+            diagnostics=replace(estimate.diagnostics, **prior_fields),
             warnings=[*estimate.warnings, prior_warning],
         )
-    for message in estimate.warnings:
-        warnings.warn(message, UserWarning, stacklevel=2)
+    issue_warnings(estimate.warnings, stacklevel=2)
 
     particles = None
     if options.keep_particles and getattr(record, "final_x", None) is not None:
@@ -198,8 +197,8 @@ def evidence(
     posterior_draws = None
     if getattr(record, "posterior_x", None) is not None:  # auto: its equally weighted posterior draws, model names
         posterior_draws = posterior_dataset(target, record.posterior_x)
-    if "route" in estimate.diagnostics:
-        attrs["route"], attrs["route_reason"] = estimate.diagnostics["route"], estimate.diagnostics["route_reason"]
+    if isinstance(estimate.diagnostics, AutoDiagnostics):  # method="auto": which route ran, and why
+        attrs["route"], attrs["route_reason"] = estimate.diagnostics.route, estimate.diagnostics.route_reason
     record = getattr(record, "result_record", record)  # a composite route (auto) shows its main run's groups
     return make_result(
         estimate, record=record, particles=particles, attrs=attrs, rng=result_rng, posterior_draws=posterior_draws

@@ -12,9 +12,11 @@ weight of a forward annealing path is ``log w_f = sum_k (b_k - b_{k-1}) U(x_{k-1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
+
+from .estimate_diagnostics import Diagnostics
 
 __all__ = ["KnownTruth", "WorkRecord", "BidirectionalRecord", "TemperingTrace", "SMCRecord", "EvidenceEstimate"]
 
@@ -47,9 +49,14 @@ class WorkRecord:
         Effective sample size ``(sum w)^2 / sum w^2`` of the running weights after each temperature
         ("on-the-fly ESS" along the path); ``ess_path[-1]`` is the ESS of the final weights. Indexed by the
         number of increments made, so for a reverse run ``ess_path[i]`` is after ``b_K .. b_{K-i}``.
-    log_sum_w, log_sum_w2 : ndarray or None, shape (K + 1,)
-        ``log sum w`` and ``log sum w^2`` over the paths at the same points (``ess_path = exp(2 log_sum_w -
-        log_sum_w2)``): the sums that pool runs of disjoint sets of paths exactly (:mod:`pmz.runners.pooling`).
+    block_log_sum_w, block_log_sum_w2 : ndarray or None, shape (G, K + 1)
+        ``log sum w`` and ``log sum w^2`` over the paths of each fixed block of work (:func:`pmz.runners.pooling.
+        block_offsets`) at the same points; ``ess_path = exp(2 log sum w - log sum w^2)`` with the blocks added in
+        order (:func:`pmz.runners.pooling.pool_work`), so that a run split into chunks of whole blocks pools to the
+        same bits as one run.
+    block_accept_sum : ndarray or None, shape (G, K + 1)
+        Each block's sum of the kernel's acceptance probabilities at each temperature (``acceptance`` is their
+        sum in block order over paths x steps).
     final_x : ndarray or None, shape (n_paths, dim)
         Final particle positions in the flat unconstrained space (weighted draws of p_1), if kept.
     n_logp_evals : int
@@ -74,8 +81,9 @@ class WorkRecord:
     n_logp_evals: int = 0
     n_grad_evals: int = 0
     tuning: dict = field(default_factory=dict)
-    log_sum_w: np.ndarray | None = None
-    log_sum_w2: np.ndarray | None = None
+    block_log_sum_w: np.ndarray | None = None
+    block_log_sum_w2: np.ndarray | None = None
+    block_accept_sum: np.ndarray | None = None
 
     def __post_init__(self):
         lw = np.asarray(self.log_weights, dtype=float)
@@ -199,9 +207,19 @@ class TemperingTrace:
     wang_landau : dict
         When Wang-Landau chose ``log_zhat``: its final ``log_g``, gamma history and visit histogram.
     n_logp_evals, n_grad_evals : int
-        Particle evaluations of this run, including earlier stages.
+        Particle evaluations of this run of chains (the pilot and the earlier stages are counted in the result's
+        attrs, which count every evaluation of a call in one place: ``pmz.evidence``).
     tuning : dict
         How the kernel parameters were chosen.
+    block_sums : ndarray (8, G, B, K) or None
+        The batch sums of each fixed block of chains (:func:`pmz.runners.pooling.block_offsets`), in the order
+        ``q, qU, qU2, counts, U, U2, inf, q_inf`` (:data:`pmz.runners.pooling.TRACE_SUMS`); the ``batch_*`` sums
+        are these added in block order (:func:`pmz.runners.pooling.pool_trace`), so that a run split into chunks
+        of whole blocks pools to the same bits as one run.
+    block_accept : ndarray (2, G, K) or None
+        Each block's sum of x-kernel acceptance probabilities and number of moves, per level.
+    block_level_accepted : ndarray (G,) of int or None
+        Each block's number of accepted level moves.
     """
 
     betas: np.ndarray
@@ -237,6 +255,9 @@ class TemperingTrace:
     n_logp_evals: int = 0
     n_grad_evals: int = 0
     tuning: dict = field(default_factory=dict)
+    block_sums: np.ndarray | None = None
+    block_accept: np.ndarray | None = None
+    block_level_accepted: np.ndarray | None = None
 
     @property
     def n_levels(self) -> int:
@@ -398,8 +419,11 @@ class EvidenceEstimate:
     log_z_draws : ndarray or None
         Draws describing the estimate's uncertainty (a Bayesian posterior where the method has one);
         ``None`` means "normal with sd log_z_se", which the result turns into draws itself.
-    diagnostics : dict
-        Method-specific scalars and arrays (ESS, bootstrap se, bounds, ...).
+    diagnostics : Diagnostics
+        What the estimator measured besides log Z (ESS, bootstrap se, bounds, ...), a frozen dataclass of its family
+        (:mod:`pmz.estimate_diagnostics`: :class:`~pmz.estimate_diagnostics.WorkDiagnostics`,
+        :class:`~pmz.estimate_diagnostics.TemperingDiagnostics`, ...); it also says what the estimate is (one-way,
+        the bounds' midpoint, a cumulant expansion, ...) for :func:`pmz.reliability.assess`.
     warnings : list of str
         Human-readable warnings (e.g. low ESS) that the result also emits.
     reliable : bool
@@ -415,10 +439,17 @@ class EvidenceEstimate:
     log_z_se: float
     method: str
     log_z_draws: np.ndarray | None = None
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
     warnings: list[str] = field(default_factory=list)
     reliable: bool = True
     reliability_reason: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.diagnostics, Diagnostics):
+            raise TypeError(
+                "pmz: EvidenceEstimate.diagnostics must be a pmz.estimate_diagnostics.Diagnostics (e.g. "
+                f"WorkDiagnostics(overlap=0.5)), got {type(self.diagnostics).__name__}"
+            )
 
 
 class KnownTruth(NamedTuple):

@@ -1,7 +1,9 @@
 """Never confidently wrong: a reliability verdict and an honest standard error for every estimate.
 
 :func:`assess` takes an :class:`~pmz.records.EvidenceEstimate` (and, when there is one, the record it came from)
-and applies the rules below, each a small function of the estimate's own diagnostics. A rule may
+and applies the rules below, each a small function of the estimate's own typed diagnostics
+(:mod:`pmz.estimate_diagnostics`; the field names are given below). No rule recognises a method by its name: the
+diagnostics say what the estimate is (``one_way_side``, ``estimate_is_bounds``, ``is_cumulant``). A rule may
 
 * make the estimate **unreliable**, with a one-line reason: ``reliable = False``, ``reliability_reason`` says why
   (reasons of several rules are joined by "; "), and the reason is added to ``warnings``;
@@ -9,10 +11,10 @@ and applies the rules below, each a small function of the estimate's own diagnos
   The estimator's own se is then kept in the diagnostics as ``se_estimator`` (and Bayesian draws, where the
   method has them, are rescaled about their mean so that their sd is the reported se).
 
-Every result that carries stochastic bounds (``lower``, ``upper``) also gets ``bounds_valid``: False when the
-reverse paths did not start from independent equilibrium draws (``reverse_start == "resample"``) or the bounds
-are inverted. The lower bound ``mean(log w_f)`` always holds (forward paths start at exact draws of f0); the upper
-bound needs reverse starts that are draws of the target.
+Every result that carries stochastic bounds (``lower``, ``upper``: ``has_bounds``) also gets ``bounds_valid``: False
+when the reverse paths did not start from independent equilibrium draws (``reverse_start == "resample"``) or the
+bounds are inverted. The lower bound ``mean(log w_f)`` always holds (forward paths start at exact draws of f0); the
+upper bound needs reverse starts that are draws of the target.
 
 Rules and thresholds
 --------------------
@@ -21,26 +23,27 @@ against good runs of the shipped known-truth systems (the five conjugate models,
 Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those stay reliable with their se:
 
 ``bootstrap_floor``
-    ``log_z_se >= se_bootstrap`` whenever a bootstrap over paths exists (all methods). Not a verdict.
+    ``log_z_se >= se_bootstrap`` whenever a bootstrap over paths exists (every family). Not a verdict.
 ``bootstrap_excess``
     ``se_bootstrap > 2 x`` the estimator's own (delta-method / asymptotic) se: the weights are heavy-tailed and the
     asymptotic se is meaningless. Good runs: ratio 0.9-1.2 (the bootstrap of 200 replicates is itself good to ~5%).
 ``poor_overlap``
     ``overlap < 0.03`` between the forward and negated reverse work (BAR's and the histogram's ``min_overlap``), or
     no forward work inside the range of the negated reverse works (or no negated reverse work inside the range of
-    the forward works; BAR warns on the former): every two-way method except ``bounds`` (whose half-gap se already
-    is the bracket). The second test matters when a side has few paths: with one reverse path (a ``reverse_start``
-    array of one row) the overlap measure ``(1/n_f + 1/n_r) sum P_0 P_1`` is near 1 whatever the works are.
+    the forward works; BAR warns on the former): every estimate with an ``overlap`` (the two-way methods) except
+    the bounds' midpoint (``estimate_is_bounds``, whose half-gap se already is the bracket). The second test matters
+    when a side has few paths: with one reverse path (a ``reverse_start`` array of one row) the overlap measure
+    ``(1/n_f + 1/n_r) sum P_0 P_1`` is near 1 whatever the works are.
     Floor: ``max(se_ml, se_bootstrap, |jarzynski_reverse - jarzynski_forward| / 2)`` (the one-sided Jarzynski values
     bracket log Z in expectation; half their distance makes a 2-se interval as wide as that bracket), and when all
     of these are 0 (identical reverse paths, a degenerate bootstrap) half the bounds' gap or the distance to BAR: a
     zero se with poor overlap cannot be reported. Good runs: overlap 0.35 (hierarchical) to 0.98, both range
     fractions > 0 (0.27-1).
 ``degenerate_weights``
-    one-sided Jarzynski methods (``ais``: forward weights, ``raise``: reverse weights) with ``ess_fraction < 0.1``
-    (their own warning). Floor: ``s_w / sqrt(ESS)``, with ``s_w`` the sd of log w under the normalised weights
-    (the spread of the paths that carry the estimate; for lognormal weights it is the sd of log w, and heavy lower
-    tails of paths without weight do not inflate it); it needs the record. Good runs: 0.15 (hierarchical) to 0.96.
+    one-sided Jarzynski estimates (``one_way_side``: "forward" for AIS, "reverse" for RAISE) with ``ess_fraction < 0.1``
+    (their own warning). Floor: ``s_w / sqrt(ESS)``, with ``s_w`` the sd of log w under the normalised weights (the
+    spread of the paths that carry the estimate; for lognormal weights it is the sd of log w, and heavy lower tails of
+    paths without weight do not inflate it); it needs the record. Good runs: 0.15 (hierarchical) to 0.96.
 ``kernel_lag``
     ``var_log_w > 1e4 x var_log_w_predicted`` (and ``var_log_w > 1``): Var[log w] is four orders of magnitude
     above the perfect-transition prediction (VAROPT ``K Var[log w] -> J``), the kernels do not keep up with the
@@ -48,23 +51,25 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     tail of lagging paths that carry no weight); the logistic-regression failure this module was written for had
     1.8e7. Floor: the ``poor_overlap`` floor (two-way) or the ``degenerate_weights`` floor (one-way).
 ``resampled_reverse``
-    ``reverse_start == "resample"``: ``bounds_valid = False``; the ``bounds`` method is unreliable (its upper bound
-    is not guaranteed); every other two-way method is unreliable when ``forward_ess_fraction < 0.1`` or
-    ``reverse_burn == 0`` (the reverse run then inherits the forward run's bias; the registry's warning).
-    Default good runs: forward ESS 0.13-0.93 with ``reverse_burn = 20``.
+    ``reverse_start == "resample"`` (the diagnostics', else the record's): ``bounds_valid = False``; the bounds'
+    midpoint (``estimate_is_bounds``) is unreliable (its upper bound is not guaranteed); every other two-way estimate is
+    unreliable when ``forward_ess_fraction < 0.1`` or ``reverse_burn == 0`` (the reverse run then inherits the forward
+    run's bias; the registry's warning). Default good runs: forward ESS 0.13-0.93 with ``reverse_burn = 20``.
 ``bounds_inverted``
     ``upper < lower - 3 gap_se``: impossible in expectation for equilibrium reverse starts. ``bounds_valid = False``,
     unreliable, floor ``|gap| / 2``.
 ``outside_bounds``
     ``log_z < lower - 3 sqrt(se^2 + lower_se^2)``, or, with valid bounds, ``log_z > upper + 3 sqrt(se^2 +
-    upper_se^2)``: unreliable, floor the distance to the violated bound (not for ``bounds`` itself).
+    upper_se^2)``: unreliable, floor the distance to the violated bound (not for the bounds' midpoint itself).
 ``bar_disagreement``
-    a two-way method other than BAR and ``bounds`` (RAISE, cumulant, histogram) whose log Z differs from BAR of the
-    same paths (``estimates["bar"]``) by more than 3 combined se: one-sided (RAISE) or Gaussian-work
-    (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better estimate of the two).
-    Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ by < 1.5 se.
+    a two-way estimate other than BAR and the bounds' midpoint (RAISE, cumulant, histogram) whose log Z differs from BAR
+    of the same paths (``bar_of_same_paths``: the ``estimates`` table's "bar") by more than 3 combined se: one-sided
+    (RAISE) or Gaussian-work (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better
+    estimate of the two). Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ
+    by < 1.5 se.
 ``cumulant_series``
-    ``cumulant``: in either direction the cumulant expansion ``log E[e^X] = k1 + k2/2 + k3/6 + k4/24 + ...`` that
+    cumulant estimates (``is_cumulant``): in either direction (``forward_moments``, ``reverse_moments``) the cumulant
+    expansion ``log E[e^X] = k1 + k2/2 + k3/6 + k4/24 + ...`` that
     the estimator truncates after ``k2/2`` does not converge: ``|k3|/6`` or ``|k4|/24`` exceeds ``k2/2``, with the
     sample skewness and excess kurtosis first shrunk towards 0 by three of their standard errors under Gaussian work
     (``sqrt(6/n)``, ``sqrt(24/n)``) so that Gaussian work of any variance passes. A few paths that lag far behind
@@ -77,8 +82,9 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     2.1 on one scale-model seed whose cumulant agreed with BAR; lagging paths: 7.9e4-3.6e13 (the 50-d hierarchical
     model's cumulant, 150 nats off: ~1e3).
 ``work_outliers``
-    ``cumulant`` and ``bounds`` (the methods built on means and variances of the work, where BAR and Jarzynski give a
-    path with a huge work no weight): the ``k <= max(1, 1% of n)`` paths farthest from the median work each move the
+    cumulant estimates and the bounds' midpoint (``is_cumulant``, ``estimate_is_bounds``: built on means and variances
+    of the work, where BAR and Jarzynski give a path with a huge work no weight): the ``k <= max(1, 1% of n)`` paths
+    farthest from the median work each move the
     mean work of their direction by more than 1.5 standard errors of the other paths (``|mean - mean_rest| / k >
     1.5 sd_rest / sqrt(n)``, i.e. a single path beyond ``1.5 sqrt(n)`` sd of the others). Such a mean, its se and
     the bound or cumulant built on it rest on one or a few paths. Floor: ``|log_z - log Z_BAR|``. Good runs (the
@@ -87,15 +93,16 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     <= 1.04 (n = 64) and <= 0.39 (n = 512), lognormal with sd 1 <= 1.75 (n = 64); sd 2 (medians 0.6-1.2) is
     flagged often, rightly: its mean rests on a few draws.
 ``second_estimate``
-    diagnostics ``independent_estimates`` (two names in ``estimates``, independent estimates, e.g. ``method="auto"``'s
-    two halves): the second compared with the first (or with ``log_z`` / ``log_z_se`` when the first is absent). A
-    difference beyond 3 combined se is unreliable, floor ``|difference| / 2`` (the
-    2-se interval reaches the other estimate).
+    ``independent_estimates`` (two names in ``estimates``, independent estimates, e.g. ``method="auto"``'s two halves):
+    the second compared with the first (or with ``log_z`` / ``log_z_se`` when the first is absent). A difference beyond
+    3 combined se is unreliable, floor ``|difference| / 2`` (the 2-se interval reaches the other estimate).
 ``route_flag``
-    a non-empty diagnostic ``unreliable`` (a route that ran out of time, ...): unreliable with that reason.
+    a non-empty ``unreliable`` (a route that ran out of time, draws that are not the model's posterior, ...):
+    unreliable with that reason.
 ``smc_spread``
-    SMC: the independent runs' ``log Z_j`` spread by more than 1 nat (sd): the mean of ``Z_j`` is dominated by the
-    largest run and an se on the log scale is meaningless; floor the sd of one run. Good runs: sd 0.003-0.08.
+    SMC (``SMCDiagnostics.runs``, also on ``method="auto"``'s tempered route): the independent runs' ``log Z_j``
+    (``run_log_z``) spread by more than 1 nat (sd): the mean of ``Z_j`` is dominated by the largest run and an se on the
+    log scale is meaningless; floor the sd of one run. Good runs: sd 0.003-0.08.
 ``smc_mixing``
     SMC: ``spread_p_value < 0.01`` and ``se_between > 5 se_ideal``: the runs disagree far beyond their
     ideal-condition error bars (the moves do not mix) and the between-run se rests on a few runs; floor the sd of
@@ -107,9 +114,10 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
 
 Examples
 --------
+>>> from pmz.estimate_diagnostics import WorkDiagnostics
 >>> from pmz.records import EvidenceEstimate
 >>> est = EvidenceEstimate(log_z=-642.9, log_z_se=1.0, method="bar",
-...                        diagnostics={"overlap": 0.004, "se_ml": 2.0, "se_bootstrap": 64.0})
+...                        diagnostics=WorkDiagnostics(overlap=0.004, se_ml=2.0, se_bootstrap=64.0))
 >>> out = assess(est)
 >>> out.reliable, out.log_z_se
 (False, 64.0)
@@ -123,6 +131,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .estimate_diagnostics import AutoDiagnostics, Diagnostics, SMCDiagnostics, WorkDiagnostics
 from .estimators.bar import range_fractions
 from .records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 
@@ -144,7 +153,6 @@ SHAPE_NOISE_Z = 3.0
 OUTLIER_SHARE = 0.01
 OUTLIER_INFLUENCE = 1.5
 FEW_PATHS = 10
-_ONE_WAY = ("ais", "raise")
 
 
 @dataclass(frozen=True)
@@ -156,29 +164,33 @@ class _Finding:
 
 @dataclass(frozen=True)
 class _Context:
+    """What the rules read: the estimate, its diagnostics by family (an empty family where it has none), the
+    estimator's own se, the record's log weights and where the reverse paths started."""
+
     estimate: EvidenceEstimate
-    d: dict
+    diagnostics: Diagnostics  # the fields every family has
+    work: WorkDiagnostics  # annealing work, one-way or two-way (empty for the other families)
+    smc: SMCDiagnostics  # independent SMC runs, also auto's tempered route (empty for the other families)
     se0: float  # the estimator's own se
     log_w_f: np.ndarray | None
     log_w_r: np.ndarray | None
-
-    def num(self, *keys) -> float | None:
-        """The first of ``keys`` that is a finite number in the diagnostics."""
-        for key in keys:
-            value = self.d.get(key)
-            if _finite(value):
-                return float(value)
-        return None
-
-    def other(self, name: str) -> tuple[float | None, float | None]:
-        """``(log_z, log_z_se)`` of another estimator of the same run (the diagnostics' ``estimates`` table), each
-        None where absent or not finite."""
-        log_z, se = (self.d.get("estimates") or {}).get(name, (None, None))
-        return (float(log_z) if _finite(log_z) else None), (float(se) if _finite(se) else None)
+    reverse_start: str | None  # the diagnostics', else the record's
+    reverse_burn: int | None
 
 
 def _finite(value) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and bool(np.isfinite(value))
+
+
+def _number(value) -> float | None:
+    """``value`` as a float when it is a finite number; None when absent, NaN or infinite."""
+    return float(value) if _finite(value) else None
+
+
+def _pair(estimate) -> tuple[float | None, float | None]:
+    """``(log_z, log_z_se)`` of an entry of the ``estimates`` table, each None where absent or not finite."""
+    log_z, se = estimate
+    return _number(log_z), _number(se)
 
 
 def _fmt(x: float) -> str:
@@ -204,25 +216,26 @@ def _weighted_sd(log_w) -> float | None:
 def _spread_floor(ctx: _Context) -> float:
     """The se an unreliable estimate gets at least: bootstrap, ML se, half the Jarzynski bracket (two-way) and the
     ESS-limited spread of the carrying paths (one-way)."""
-    j_f, j_r = ctx.num("jarzynski_forward"), ctx.num("jarzynski_reverse")
+    work = ctx.work
+    j_f, j_r = _number(work.jarzynski_forward), _number(work.jarzynski_reverse)
     bracket = JARZYNSKI_SHARE * abs(j_r - j_f) if j_f is not None and j_r is not None else None
     one_way = None
-    if ctx.estimate.method in _ONE_WAY:
-        log_w = ctx.log_w_r if ctx.estimate.method == "raise" else ctx.log_w_f
-        ess, s_w = ctx.num("ess"), None if log_w is None else _weighted_sd(log_w)
+    if work.one_way_side is not None:
+        log_w = ctx.log_w_r if work.one_way_side == "reverse" else ctx.log_w_f
+        ess, s_w = _number(work.ess), None if log_w is None else _weighted_sd(log_w)
         if ess is not None and s_w is not None:
             one_way = s_w / np.sqrt(max(ess, 1.0))
-    return _largest(ctx.num("se_ml"), ctx.num("se_bootstrap"), bracket, one_way)
+    return _largest(_number(work.se_ml), _number(ctx.diagnostics.se_bootstrap), bracket, one_way)
 
 
 def _bar_distance(ctx: _Context) -> float | None:
     """``|log_z - log Z_BAR|``: how far the estimate lies from BAR of the same paths (None without BAR)."""
-    bar_log_z, _ = ctx.other("bar")
+    bar_log_z, _ = _pair(ctx.diagnostics.bar_of_same_paths)
     return None if bar_log_z is None else abs(ctx.estimate.log_z - bar_log_z)
 
 
 def _bar_note(ctx: _Context) -> str:
-    bar_log_z, bar_se = ctx.other("bar")
+    bar_log_z, bar_se = _pair(ctx.diagnostics.bar_of_same_paths)
     if bar_log_z is None:
         return ""
     return f"; BAR of the same paths gives {bar_log_z:.6g}" + ("" if bar_se is None else f" +- {bar_se:.3g}")
@@ -233,13 +246,13 @@ def _bar_note(ctx: _Context) -> str:
 
 def bootstrap_floor(ctx: _Context) -> _Finding | None:
     """The reported se is never below the bootstrap se over paths."""
-    se_b = ctx.num("se_bootstrap")
+    se_b = _number(ctx.diagnostics.se_bootstrap)
     return None if se_b is None else _Finding(se_floor=se_b)
 
 
 def bootstrap_excess(ctx: _Context) -> _Finding | None:
     """A bootstrap se far above the asymptotic one: the normal approximation behind the latter fails."""
-    se_b = ctx.num("se_bootstrap")
+    se_b = _number(ctx.diagnostics.se_bootstrap)
     if se_b is None or not se_b > BOOTSTRAP_RATIO_MAX * ctx.se0:
         return None
     if not ctx.se0 > 0:
@@ -250,9 +263,9 @@ def bootstrap_excess(ctx: _Context) -> _Finding | None:
 def _range_fractions(ctx: _Context) -> tuple[float | None, float | None, int | None]:
     """Fraction of forward works inside the range of the negated reverse works, the converse, and n_reverse: from
     BAR's diagnostics, else from the record."""
-    f_in_r = ctx.num("fraction_forward_in_reverse_range")
-    r_in_f = ctx.num("fraction_reverse_in_forward_range")
-    n_r = ctx.num("n_reverse")
+    f_in_r = _number(ctx.work.fraction_forward_in_reverse_range)
+    r_in_f = _number(ctx.work.fraction_reverse_in_forward_range)
+    n_r = _number(ctx.work.n_reverse)
     if ctx.log_w_f is not None and ctx.log_w_r is not None:
         work_f = -ctx.log_w_f[np.isfinite(ctx.log_w_f)]
         neg_r = ctx.log_w_r[np.isfinite(ctx.log_w_r)]  # -W_r = log w_r
@@ -264,8 +277,8 @@ def _range_fractions(ctx: _Context) -> tuple[float | None, float | None, int | N
 
 def poor_overlap(ctx: _Context) -> _Finding | None:
     """Forward and reverse work distributions that barely overlap: BAR's (histogram's, cumulants') se is void."""
-    overlap = ctx.num("overlap")
-    if overlap is None or ctx.estimate.method == "bounds":
+    overlap = _number(ctx.work.overlap)
+    if overlap is None or ctx.work.estimate_is_bounds:
         return None
     f_in_r, r_in_f, n_r = _range_fractions(ctx)
     if overlap < MIN_OVERLAP:
@@ -284,17 +297,16 @@ def poor_overlap(ctx: _Context) -> _Finding | None:
         return None
     floor = _spread_floor(ctx)
     if not floor > 0:  # identical reverse paths, a degenerate bootstrap: still no zero se
-        gap = ctx.num("gap")
+        gap = _number(ctx.work.gap)
         floor = _largest(None if gap is None else abs(gap) / 2, _bar_distance(ctx))
     return _Finding(reason, floor)
 
 
 def degenerate_weights(ctx: _Context) -> _Finding | None:
     """One-sided Jarzynski (AIS, RAISE) whose weights rest on a few paths."""
-    fraction = ctx.num("ess_fraction")
-    if ctx.estimate.method not in _ONE_WAY or fraction is None or not fraction < MIN_ESS_FRACTION:
+    side, fraction = ctx.work.one_way_side, _number(ctx.work.ess_fraction)
+    if side is None or fraction is None or not fraction < MIN_ESS_FRACTION:
         return None
-    side = "reverse" if ctx.estimate.method == "raise" else "forward"
     return _Finding(
         f"{side} weights are degenerate (ESS {100 * fraction:.2g}% of the paths < {100 * MIN_ESS_FRACTION:.0f}%)",
         _spread_floor(ctx),
@@ -303,7 +315,7 @@ def degenerate_weights(ctx: _Context) -> _Finding | None:
 
 def kernel_lag(ctx: _Context) -> _Finding | None:
     """Var[log w] orders of magnitude above the perfect-transition prediction: the kernels do not keep up."""
-    var, predicted = ctx.num("var_log_w"), ctx.num("var_log_w_predicted")
+    var, predicted = _number(ctx.work.var_log_w), _number(ctx.work.var_log_w_predicted)
     if var is None or predicted is None or not predicted > 0:  # no prediction, or a degenerate one: no verdict
         return None
     if not (var > VAR_LOG_W_MIN and var > VAR_RATIO_MAX * predicted):
@@ -326,16 +338,16 @@ def reverse_start_phrase(option) -> str:
 
 def resampled_reverse(ctx: _Context) -> _Finding | None:
     """Reverse paths from resampled forward end states: no valid upper bound; biased when the forward ESS is low."""
-    if ctx.d.get("reverse_start") != "resample":
+    if ctx.reverse_start != "resample":
         return None
-    chosen = reverse_start_phrase(ctx.d.get("reverse_start_option"))
-    if ctx.estimate.method == "bounds":
+    chosen = reverse_start_phrase(ctx.work.reverse_start_option)
+    if ctx.work.estimate_is_bounds:
         return _Finding(
             f"the reverse paths started from resampled forward states ({chosen}), so the upper bound is not "
             "guaranteed",
             bounds_valid=False,
         )
-    fraction, burn = ctx.num("forward_ess_fraction"), ctx.num("reverse_burn")
+    fraction, burn = _number(ctx.work.forward_ess_fraction), _number(ctx.reverse_burn)
     low = fraction is not None and fraction < MIN_ESS_FRACTION
     if low or burn == 0:
         what = f"the forward ESS is {100 * fraction:.2g}% of the paths" if low else "reverse_burn=0"
@@ -349,7 +361,7 @@ def resampled_reverse(ctx: _Context) -> _Finding | None:
 
 
 def _bound_ses(ctx: _Context) -> tuple[float | None, float | None]:
-    lower_se, upper_se = ctx.num("lower_se"), ctx.num("upper_se")
+    lower_se, upper_se = _number(ctx.work.lower_se), _number(ctx.work.upper_se)
     for log_w, name in ((ctx.log_w_f, "lower"), (ctx.log_w_r, "upper")):
         if log_w is not None and np.all(np.isfinite(log_w)) and log_w.size > 1:
             se = float(np.std(log_w, ddof=1) / np.sqrt(log_w.size))
@@ -360,10 +372,10 @@ def _bound_ses(ctx: _Context) -> tuple[float | None, float | None]:
 
 def bounds_inverted(ctx: _Context) -> _Finding | None:
     """An upper bound below the lower bound: the reverse paths did not start at the target."""
-    lower, upper = ctx.num("lower"), ctx.num("upper")
+    lower, upper = _number(ctx.work.lower), _number(ctx.work.upper)
     if lower is None or upper is None:
         return None
-    gap_se = ctx.num("gap_se")
+    gap_se = _number(ctx.work.gap_se)
     if gap_se is None:
         lower_se, upper_se = _bound_ses(ctx)
         gap_se = None if lower_se is None or upper_se is None else float(np.hypot(lower_se, upper_se))
@@ -379,8 +391,8 @@ def bounds_inverted(ctx: _Context) -> _Finding | None:
 
 def outside_bounds(ctx: _Context, bounds_valid: bool) -> _Finding | None:
     """An estimate below the (always valid) lower bound, or above a valid upper bound."""
-    lower, upper = ctx.num("lower"), ctx.num("upper")
-    if lower is None or upper is None or ctx.estimate.method == "bounds":
+    lower, upper = _number(ctx.work.lower), _number(ctx.work.upper)
+    if lower is None or upper is None or ctx.work.estimate_is_bounds:
         return None
     log_z, se = ctx.estimate.log_z, ctx.se0
     lower_se, upper_se = _bound_ses(ctx)
@@ -393,8 +405,8 @@ def outside_bounds(ctx: _Context, bounds_valid: bool) -> _Finding | None:
 
 def bar_disagreement(ctx: _Context) -> _Finding | None:
     """Another estimator of a two-way run (RAISE, cumulant, histogram) far from BAR of the same works."""
-    bar_log_z, bar_se = ctx.other("bar")
-    if bar_log_z is None or bar_se is None or ctx.estimate.method == "bounds":
+    bar_log_z, bar_se = _pair(ctx.diagnostics.bar_of_same_paths)
+    if bar_log_z is None or bar_se is None or ctx.work.estimate_is_bounds:
         return None
     diff, combined = abs(ctx.estimate.log_z - bar_log_z), float(np.hypot(ctx.se0, bar_se))
     if not diff > DISAGREEMENT_Z * combined:
@@ -417,12 +429,12 @@ def _cumulant_terms(var: float, skew: float, kurt: float, n: float | None) -> tu
 
 def cumulant_series(ctx: _Context) -> _Finding | None:
     """A cumulant estimate whose expansion does not converge: the work is far from Gaussian."""
-    if not ctx.estimate.method.startswith("cumulant"):
+    if not ctx.work.is_cumulant:
         return None
     found = []
-    for side in ("forward", "reverse"):
-        var, skew = ctx.num(f"var_log_w_{side}"), ctx.num(f"skewness_{side}")
-        kurt, n = ctx.num(f"excess_kurtosis_{side}"), ctx.num(f"n_{side}")
+    for side, moments, n_paths in ctx.work.moments():
+        var, skew = _number(moments.var_log_w), _number(moments.skewness)
+        kurt, n = _number(moments.excess_kurtosis), _number(n_paths)
         if var is None or skew is None or kurt is None or not var > 0:
             continue
         second, third, fourth = _cumulant_terms(var, skew, kurt, n)
@@ -431,7 +443,7 @@ def cumulant_series(ctx: _Context) -> _Finding | None:
                 f"{side} work skewness {_fmt(skew)}, excess kurtosis {_fmt(kurt)}: terms k2/2 {_fmt(second)}, "
                 f"|k3|/6 {_fmt(third)}, |k4|/24 {_fmt(fourth)}"
             )
-    distance, bar_se = _bar_distance(ctx), ctx.other("bar")[1]
+    distance, bar_se = _bar_distance(ctx), _pair(ctx.diagnostics.bar_of_same_paths)[1]
     if not found or (distance is not None and bar_se is not None and not distance > DISAGREEMENT_Z * bar_se):
         return None  # Gaussian enough, or (by luck or cancellation) where BAR of the same paths is
     return _Finding(
@@ -469,8 +481,7 @@ def _outlier_influence(x: np.ndarray) -> tuple[int, float, float] | None:
 
 def work_outliers(ctx: _Context) -> _Finding | None:
     """Cumulants and bounds (means and variances of the work) that rest on a few outlying paths."""
-    method = ctx.estimate.method
-    if not (method == "bounds" or method.startswith("cumulant")):
+    if not (ctx.work.estimate_is_bounds or ctx.work.is_cumulant):
         return None
     found = []
     for side, log_w in (("forward", ctx.log_w_f), ("reverse", ctx.log_w_r)):
@@ -490,7 +501,7 @@ def work_outliers(ctx: _Context) -> _Finding | None:
         )
     if not found:
         return None
-    what = "bounds and their midpoint rest" if method == "bounds" else "cumulant estimate rests"
+    what = "bounds and their midpoint rest" if ctx.work.estimate_is_bounds else "cumulant estimate rests"
     return _Finding(
         f"the {what} on a few outlying paths: " + "; ".join(found) + _bar_note(ctx),
         _largest(_bar_distance(ctx)),
@@ -499,10 +510,11 @@ def work_outliers(ctx: _Context) -> _Finding | None:
 
 def second_estimate(ctx: _Context) -> _Finding | None:
     """Two independent estimates that disagree beyond their combined se."""
-    names = list(ctx.d.get("independent_estimates") or ())
+    names = list(ctx.diagnostics.independent_estimates or ())
     if len(names) < 2:
         return None
-    (first, first_se), (second, second_se) = ctx.other(names[0]), ctx.other(names[1])
+    first, first_se = _pair(ctx.diagnostics.estimate_of(names[0]))
+    second, second_se = _pair(ctx.diagnostics.estimate_of(names[1]))
     if second is None or second_se is None:
         return None
     if first is None or first_se is None:
@@ -517,23 +529,14 @@ def second_estimate(ctx: _Context) -> _Finding | None:
 
 
 def route_flag(ctx: _Context) -> _Finding | None:
-    """A route (method="auto") that says itself that its answer is unreliable."""
-    flag = ctx.d.get("unreliable")
+    """A route (method="auto") or a check of the draws that says itself that the answer is unreliable."""
+    flag = ctx.diagnostics.unreliable
     return _Finding(flag) if isinstance(flag, str) and flag else None
-
-
-def _run_log_z(ctx: _Context) -> np.ndarray | None:
-    runs = ctx.d.get("run_log_z")
-    if runs is None:
-        return None
-    runs = np.asarray(runs, dtype=float).ravel()
-    runs = runs[np.isfinite(runs)]
-    return runs if runs.size >= 2 else None
 
 
 def smc_spread(ctx: _Context) -> _Finding | None:
     """Independent SMC runs whose log Z spread by more than a nat."""
-    runs = _run_log_z(ctx)
+    runs = ctx.smc.runs
     if runs is None or not np.std(runs, ddof=1) > SMC_SPREAD_MAX:
         return None
     sd = float(np.std(runs, ddof=1))
@@ -542,8 +545,8 @@ def smc_spread(ctx: _Context) -> _Finding | None:
 
 def smc_mixing(ctx: _Context) -> _Finding | None:
     """SMC runs that disagree far beyond their ideal-condition error bars."""
-    runs, p = _run_log_z(ctx), ctx.num("spread_p_value")
-    between, ideal = ctx.num("se_between"), ctx.num("se_ideal")
+    runs, p = ctx.smc.runs, _number(ctx.smc.spread_p_value)
+    between, ideal = _number(ctx.smc.se_between), _number(ctx.smc.se_ideal)
     if runs is None or p is None or between is None or ideal is None:
         return None
     if not (p < SMC_MIXING_P and between > SMC_MIXING_RATIO * ideal):
@@ -592,15 +595,26 @@ def _log_weights(record):
     return None, None
 
 
+def _smc_runs(diagnostics: Diagnostics) -> SMCDiagnostics:
+    """The independent SMC runs behind an estimate: its own, or those of auto's tempered route."""
+    if isinstance(diagnostics, SMCDiagnostics):
+        return diagnostics
+    if isinstance(diagnostics, AutoDiagnostics) and diagnostics.smc is not None:
+        return diagnostics.smc
+    return SMCDiagnostics()
+
+
 def _context(estimate: EvidenceEstimate, record) -> _Context:
-    d = dict(estimate.diagnostics)
+    d = estimate.diagnostics
+    work = d if isinstance(d, WorkDiagnostics) else WorkDiagnostics()
+    reverse_start, reverse_burn = work.reverse_start, work.reverse_burn
     if isinstance(record, BidirectionalRecord):
-        d.setdefault("reverse_start", record.reverse_start)
-        if "reverse_burn" in record.reverse.tuning:
-            d.setdefault("reverse_burn", record.reverse.tuning["reverse_burn"])
-    se0 = d.get("se_estimator", estimate.log_z_se)
+        reverse_start = record.reverse_start if reverse_start is None else reverse_start
+        if reverse_burn is None:
+            reverse_burn = record.reverse.tuning.get("reverse_burn")
+    se0 = estimate.log_z_se if d.se_estimator is None else d.se_estimator
     log_w_f, log_w_r = _log_weights(record)
-    return _Context(estimate, d, float(se0), log_w_f, log_w_r)
+    return _Context(estimate, d, work, _smc_runs(d), float(se0), log_w_f, log_w_r, reverse_start, reverse_burn)
 
 
 def assess(estimate: EvidenceEstimate, record=None) -> EvidenceEstimate:
@@ -633,17 +647,19 @@ def assess(estimate: EvidenceEstimate, record=None) -> EvidenceEstimate:
     reasons = [r for r in estimate.reliability_reason.split("; ") if r]
     reasons += [f.reason for f in findings if f.reason and f.reason not in reasons]
     reason = "; ".join(reasons)
-    diagnostics = dict(estimate.diagnostics)
-    if "lower" in diagnostics and "upper" in diagnostics:
-        diagnostics["bounds_valid"] = bool(diagnostics.get("bounds_valid", True)) and bounds_valid is not False
+    diagnostics = estimate.diagnostics
+    if ctx.work.has_bounds:
+        valid = (diagnostics.bounds_valid is None or bool(diagnostics.bounds_valid)) and bounds_valid is not False
+        diagnostics = replace(diagnostics, bounds_valid=valid)
     draws = estimate.log_z_draws
     if se > estimate.log_z_se:
-        diagnostics.setdefault("se_estimator", float(estimate.log_z_se))
+        if diagnostics.se_estimator is None:
+            diagnostics = replace(diagnostics, se_estimator=float(estimate.log_z_se))
         draws = _widen(draws, se)
     warnings = list(estimate.warnings)
     if reason:
         note = f"pmz: the {estimate.method} estimate is unreliable: {reason}."
-        se_est = float(diagnostics.get("se_estimator", se))
+        se_est = se if diagnostics.se_estimator is None else float(diagnostics.se_estimator)
         if se > se_est:
             note += f" Its se was raised from {se_est:.3g} to {se:.3g}."
         if note not in warnings:

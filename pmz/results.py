@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings as _warnings
 from numbers import Integral
 
 import numpy as np
@@ -69,7 +70,7 @@ from scipy import stats
 from . import inference_data as _idata
 from .records import BidirectionalRecord, EvidenceEstimate, SMCRecord, TemperingTrace, WorkRecord
 
-__all__ = ["EvidenceResult", "make_result", "load"]
+__all__ = ["EvidenceResult", "make_result", "issue_warnings", "load"]
 
 _SCALAR_TYPES = (int, float, np.integer, np.floating, bool, np.bool_)
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
@@ -144,6 +145,19 @@ class EvidenceResult(_idata.RESULT_BASE):
         return [str(w) for w in value] if isinstance(value, list) else [str(value)]
 
     @property
+    def diagnostics(self) -> dict:
+        """The estimator's diagnostics (the ``evidence`` group) as a dict: scalars as floats, arrays as ndarrays,
+        the group's attrs as stored."""
+        evidence = _idata.get_group(self, "evidence")
+        if evidence is None:
+            return {}
+        out = dict(evidence.attrs)
+        for name, var in evidence.data_vars.items():
+            values = np.asarray(var.values)
+            out[name] = values.item() if values.ndim == 0 else values
+        return out
+
+    @property
     def run_attrs(self) -> dict:
         """Metadata of the run: options, seed (an int; a decimal string when it is >= 2**63), versions, wall time,
         log-density evaluations."""
@@ -185,6 +199,14 @@ class EvidenceResult(_idata.RESULT_BASE):
         if "posterior" not in _idata.group_names(self):
             return super()._repr_html_()
         return f"<pre>{self!r}</pre>" + super()._repr_html_()
+
+
+def issue_warnings(messages, *, stacklevel: int = 2) -> None:
+    """Issue a run's warnings (``estimate.warnings``) as ``UserWarning``, as ``pmz.evidence`` and
+    ``pmz.tempered_evidence`` do; ``stacklevel`` counts from the function that calls this one, as in
+    :func:`warnings.warn` (2: that function's caller)."""
+    for message in messages:
+        _warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
 def _shorten(message: str, width: int = 100) -> str:
@@ -345,7 +367,7 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _smc_dataset(record: SMCRecord, diagnostics: dict) -> xr.Dataset:
+def _smc_dataset(record: SMCRecord) -> xr.Dataset:
     stage = np.arange(record.run.size)
     names = (
         "run", "position", "position_from", "log_increment", "n_particles", "ess", "ess_start", "gamma",
@@ -423,14 +445,15 @@ def make_result(
     if posterior_draws is not None and draws.shape == (n_chains, n_draws):
         model_vars = posterior_draws.assign_coords(chain=posterior.chain, draw=posterior.draw)
         posterior = xr.merge([posterior, model_vars], combine_attrs="override")
+    stored = estimate.diagnostics.to_dict()  # the diagnostics under the keys results have always had
     groups = {
         "posterior": posterior,
-        "evidence": _diagnostics_dataset(estimate.diagnostics),
+        "evidence": _diagnostics_dataset(stored),
     }
     if isinstance(record, TemperingTrace):
-        groups["tempering"] = _tempering_dataset(record, estimate.diagnostics)
+        groups["tempering"] = _tempering_dataset(record, stored)
     elif isinstance(record, SMCRecord):
-        groups["smc"] = _smc_dataset(record, estimate.diagnostics)
+        groups["smc"] = _smc_dataset(record)
     elif record is not None:
         groups["work"], groups["schedule"] = _work_datasets(record)
     if record is not None and particles is not None:

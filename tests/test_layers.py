@@ -9,7 +9,8 @@ Layers, lowest first (a module may import its own layer and any lower one):
     families    tempered families f_beta and their schedules
     kernels     generic Markov kernels that leave f_beta invariant, and their tuning
     sequences   SMC sequences of distributions (a family or a growing space, with its kernel)
-    records     what runners record (WorkRecord, TemperingTrace, SMCRecord), EvidenceEstimate, KnownTruth
+    records     what runners record (WorkRecord, TemperingTrace, SMCRecord), EvidenceEstimate and its typed
+                diagnostics (estimate_diagnostics), KnownTruth
     runners     algorithms that move particles and record; pooling the records of independent runs
     execution   random streams, chunks of work on executors, checkpoints
     estimators  pure functions: record in, EvidenceEstimate out
@@ -39,7 +40,7 @@ LAYERS = (
     ("families", ("pmz.families",)),
     ("kernels", ("pmz.kernels",)),
     ("sequences", ("pmz.sequences",)),
-    ("records", ("pmz.records",)),
+    ("records", ("pmz.records", "pmz.estimate_diagnostics")),
     ("runners", ("pmz.runners",)),
     ("execution", ("pmz.execution",)),
     ("estimators", ("pmz.estimators",)),
@@ -178,6 +179,48 @@ def test_no_import_cycle():
     assert not cycles, f"modules that import each other at import time: {cycles}"
 
 
+def folder_loops() -> list[tuple[str, str]]:
+    """Pairs of top-level folders (or modules) of pmz that import each other, directly, by any import statement
+    (also those inside functions); the package's own ``__init__`` (the public surface) is left out."""
+    known = modules()
+
+    def folder(module):
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else None
+
+    edges = set()
+    for module, path in known.items():
+        source = folder(module)
+        for target, _, _ in imports(module, path, known):
+            if source and folder(target) and folder(target) != source:
+                edges.add((source, folder(target)))
+    return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+
+
+def test_no_loop_between_folders():
+    loops = folder_loops()
+    assert not loops, f"folders that import each other: {loops}"
+
+
+def test_module_file_names_are_unique():
+    """A reader finds a module by its file name: no two share one, except each folder's ``base.py`` (the contract of
+    its folder: families, kernels, sequences, step methods)."""
+    names = {}
+    for module, path in modules().items():
+        if path.name not in ("__init__.py", "base.py"):
+            names.setdefault(path.name, []).append(module)
+    repeated = {name: found for name, found in names.items() if len(found) > 1}
+    assert not repeated, f"modules with the same file name: {repeated}"
+
+
+def test_tests_mirror_the_package():
+    """Each folder of tests/ is a folder of pmz (or the examples' tests)."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert folders - {"examples"} <= packages, sorted(folders - packages - {"examples"})
+
+
 def test_every_layer_exists():
     known = modules()
     for name, prefixes in LAYERS:
@@ -188,3 +231,4 @@ def test_every_layer_exists():
 if __name__ == "__main__":
     print("\n".join(upward_imports()) or "no upward import")
     print("\n".join(map(str, import_cycles())) or "no import cycle")
+    print("\n".join(map(str, folder_loops())) or "no loop between folders")

@@ -9,12 +9,16 @@ import pytest
 
 import pmz
 from pmz import inference_data as idata
+from pmz.estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnostics
 from pmz.estimators.jarzynski import jarzynski
 from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
 from pmz.reliability import RULES, assess
 from pmz.results import make_result
 
 SEED = 20261122
+# what each method's estimator says its estimate is (pmz.reliability reads these, not the method's name)
+_WHAT_IT_IS = {"bounds": {"estimate_is_bounds": True}, "raise": {"one_way_side": "reverse"},
+               "cumulant_combined": {"is_cumulant": True}}  # fmt: skip
 
 
 def _two_way(method="bar", **diagnostics):
@@ -37,7 +41,8 @@ def _two_way(method="bar", **diagnostics):
     if method != "bar":
         d.update(estimates={"bar": (-10.01, 0.03)})
     d.update(diagnostics)
-    return EvidenceEstimate(log_z=-10.0, log_z_se=0.03, method=method, diagnostics=d)
+    d.update(_WHAT_IT_IS.get(method, {}))
+    return EvidenceEstimate(log_z=-10.0, log_z_se=0.03, method=method, diagnostics=WorkDiagnostics(**d))
 
 
 def test_good_estimate_is_unchanged():
@@ -45,8 +50,8 @@ def test_good_estimate_is_unchanged():
     out = assess(est)
     assert out.reliable and out.reliability_reason == ""
     assert out.log_z_se == est.log_z_se and out.log_z == est.log_z and out.warnings == []
-    assert out.diagnostics["bounds_valid"] is True and "se_estimator" not in out.diagnostics
-    assert est.reliable and "bounds_valid" not in est.diagnostics  # pure: the input is untouched
+    assert out.diagnostics.bounds_valid is True and out.diagnostics.se_estimator is None
+    assert est.reliable and est.diagnostics.bounds_valid is None  # pure: the input is untouched
     plain = EvidenceEstimate(log_z=-1.0, log_z_se=0.1, method="ti")  # no diagnostics at all
     assert assess(plain) == plain
 
@@ -60,7 +65,7 @@ def test_rules_are_documented():
 
 def test_bootstrap_floor_and_excess():
     floor = assess(_two_way(se_bootstrap=0.04))
-    assert floor.reliable and floor.log_z_se == 0.04 and floor.diagnostics["se_estimator"] == 0.03
+    assert floor.reliable and floor.log_z_se == 0.04 and floor.diagnostics.se_estimator == 0.03
     excess = assess(_two_way(se_bootstrap=0.09))
     assert not excess.reliable and "bootstrap se 0.09 is 3x" in excess.reliability_reason
     assert excess.log_z_se == 0.09
@@ -84,18 +89,18 @@ def test_the_logistic_regression_failure():
         log_z=-642.9,
         log_z_se=1.0,
         method="bar",
-        diagnostics={
-            "se_bennett": 1.0, "se_ml": 1.3, "se_bootstrap": 64.0, "overlap": 0.004,
-            "jarzynski_forward": -700.0, "jarzynski_reverse": -600.0,
-            "lower": -2500.0, "upper": 1204.0, "gap": 3704.0, "reverse_start": "resample",
-            "forward_ess_fraction": 0.002, "var_log_w": 5.9e6, "var_log_w_predicted": 0.33,
-        },  # fmt: skip
+        diagnostics=WorkDiagnostics(
+            se_bennett=1.0, se_ml=1.3, se_bootstrap=64.0, overlap=0.004,
+            jarzynski_forward=-700.0, jarzynski_reverse=-600.0,
+            lower=-2500.0, upper=1204.0, gap=3704.0, reverse_start="resample",
+            forward_ess_fraction=0.002, var_log_w=5.9e6, var_log_w_predicted=0.33,
+        ),  # fmt: skip
     )
     out = assess(est)
     assert not out.reliable and out.log_z_se >= 64.0
     for phrase in ("bootstrap se 64", "barely overlap", "do not keep up", "resampled forward states"):
         assert phrase in out.reliability_reason, phrase
-    assert "\n" not in out.reliability_reason and out.diagnostics["bounds_valid"] is False
+    assert "\n" not in out.reliability_reason and out.diagnostics.bounds_valid is False
 
 
 def test_degenerate_forward_weights_of_ais():
@@ -105,13 +110,13 @@ def test_degenerate_forward_weights_of_ais():
     log_w = rng.normal(0.0, 3.0, 200)  # Var[log w] = 9: ESS ~ exp(-9) of the paths
     record = WorkRecord(log_weights=log_w, schedule=[0.0, 0.5, 1.0])
     est = jarzynski(record, rng=np.random.default_rng(2), n_bootstrap=200)
-    assert est.diagnostics["ess_fraction"] < 0.1
+    assert est.diagnostics.ess_fraction < 0.1
     out = assess(est, record)
     assert not out.reliable and "forward weights are degenerate" in out.reliability_reason
     p = np.exp(log_w - log_w.max())
     p /= p.sum()
     s_w = np.sqrt(np.sum(p * (log_w - np.sum(p * log_w)) ** 2))
-    expected = max(s_w / np.sqrt(est.diagnostics["ess"]), est.diagnostics["se_bootstrap"], est.log_z_se)
+    expected = max(s_w / np.sqrt(est.diagnostics.ess), est.diagnostics.se_bootstrap, est.log_z_se)
     assert out.log_z_se == pytest.approx(expected)
     healthy = WorkRecord(log_weights=rng.normal(0.0, 0.3, 200), schedule=[0.0, 1.0])
     good = jarzynski(healthy, n_bootstrap=0)
@@ -129,9 +134,9 @@ def test_kernel_lag():
 def test_resampled_reverse_starts():
     bounds = assess(_two_way("bounds", reverse_start="resample"))
     assert not bounds.reliable and "upper bound is not guaranteed" in bounds.reliability_reason
-    assert bounds.diagnostics["bounds_valid"] is False
+    assert bounds.diagnostics.bounds_valid is False
     healthy = assess(_two_way(reverse_start="resample"))
-    assert healthy.reliable and healthy.diagnostics["bounds_valid"] is False
+    assert healthy.reliable and healthy.diagnostics.bounds_valid is False
     assert healthy.log_z_se == 0.03
     low_ess = assess(_two_way(reverse_start="resample", forward_ess_fraction=0.03))
     assert not low_ess.reliable and "forward ESS is 3% of the paths" in low_ess.reliability_reason
@@ -142,7 +147,7 @@ def test_resampled_reverse_starts():
 def test_inverted_bounds_and_estimates_outside_them():
     inverted = assess(_two_way("bounds", lower=-9.0, upper=-11.0, gap=-2.0, gap_se=0.1))
     assert not inverted.reliable and "below the lower bound" in inverted.reliability_reason
-    assert inverted.diagnostics["bounds_valid"] is False and inverted.log_z_se >= 1.0
+    assert inverted.diagnostics.bounds_valid is False and inverted.log_z_se >= 1.0
     # without gap_se it comes from the record's log weights
     rng = np.random.default_rng(3)
     schedule = [0.0, 1.0]
@@ -177,23 +182,23 @@ def test_second_estimate():
     # method="auto" reports the mean of its pair: the pair itself is compared
     auto = EvidenceEstimate(
         log_z=-10.5, log_z_se=0.5, method="auto",
-        diagnostics={"estimates": {"bridge_a": (-10.0, 0.05), "bridge_b": (-11.0, 0.05)},
-                     "independent_estimates": ["bridge_a", "bridge_b"]},
+        diagnostics=AutoDiagnostics(estimates={"bridge_a": (-10.0, 0.05), "bridge_b": (-11.0, 0.05)},
+                                    independent_estimates=["bridge_a", "bridge_b"]),
     )  # fmt: skip
     assert not assess(auto).reliable
 
 
 def test_route_flag_and_not_finite():
-    flagged = assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics={"unreliable": "max_time was spent"}))
+    flagged = assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics=AutoDiagnostics(unreliable="max_time was spent")))
     assert not flagged.reliable and flagged.reliability_reason == "max_time was spent"
-    assert assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics={"unreliable": ""})).reliable
+    assert assess(EvidenceEstimate(-1.0, 0.1, "auto", diagnostics=AutoDiagnostics(unreliable=""))).reliable
     assert not assess(EvidenceEstimate(-np.inf, 0.1, "smc")).reliable
 
 
 def _smc(run_log_z, se_ideal=0.02, p=0.3):
     runs = np.asarray(run_log_z, dtype=float)
     se_between = float(np.std(runs, ddof=1) / np.sqrt(runs.size))
-    d = {"run_log_z": runs, "se_ideal": se_ideal, "se_between": se_between, "spread_p_value": p}
+    d = SMCDiagnostics(run_log_z=runs, se_ideal=se_ideal, se_between=se_between, spread_p_value=p)
     return EvidenceEstimate(float(np.log(np.mean(np.exp(runs)))), max(se_ideal, se_between), "smc", diagnostics=d)
 
 
@@ -219,7 +224,7 @@ def test_assess_is_idempotent_and_widens_draws():
     )
     twice = assess(once)
     assert twice.log_z_se == once.log_z_se and twice.reliability_reason == once.reliability_reason
-    assert twice.warnings == once.warnings and twice.diagnostics["se_estimator"] == est.log_z_se
+    assert twice.warnings == once.warnings and twice.diagnostics.se_estimator == est.log_z_se
 
 
 # --- the result --------------------------------------------------------------------------------------------------

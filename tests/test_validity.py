@@ -16,6 +16,7 @@ import pymc as pm
 import pytest
 
 import pmz
+from pmz.estimate_diagnostics import WorkDiagnostics
 from pmz.estimators.bar import bar
 from pmz.progress import progress_bar
 from pmz.records import BidirectionalRecord, EvidenceEstimate, WorkRecord
@@ -136,7 +137,8 @@ def test_nan_se_is_unreliable_and_compare_gives_no_probability(normal_mean):
 
 def test_compare_flags_unreliable_inputs():
     good = make_result(EvidenceEstimate(-10.0, 0.05, "bar"))
-    flagged = make_result(assess(EvidenceEstimate(-9.0, 0.05, "bar", diagnostics={"overlap": 0.001, "se_ml": 0.6})))
+    poor = WorkDiagnostics(overlap=0.001, se_ml=0.6)
+    flagged = make_result(assess(EvidenceEstimate(-9.0, 0.05, "bar", diagnostics=poor)))
     with pytest.warns(UserWarning, match="unreliable estimate.*'b'.*barely overlap"):
         table = pmz.compare({"a": good, "b": flagged})
     assert list(table.columns[-2:]) == ["reliable", "warnings"]
@@ -172,19 +174,19 @@ def test_one_reverse_path_inside_the_bounds_is_still_flagged():
     rng = np.random.default_rng(2)
     record = _record(-rng.normal(10.25, 0.7, 64), np.array([3.0]))  # -W_r = 3: far below the forward works
     est = bar(record.forward, record.reverse, n_bootstrap=50, rng=np.random.default_rng(3))
-    assert est.diagnostics["overlap"] > 0.03  # the issue saw it printed as "overlap 1 < 0.03"
+    assert est.diagnostics.overlap > 0.03  # the issue saw it printed as "overlap 1 < 0.03"
     assert "means nothing with 1 reverse path(s)" in est.warnings[0] and "< 0.03" not in est.warnings[0]
     out = assess(est, record)
     assert not out.reliable and "no forward work lies inside the range" in out.reliability_reason
-    half_bracket = abs(est.diagnostics["jarzynski_reverse"] - est.diagnostics["jarzynski_forward"]) / 2
+    half_bracket = abs(est.diagnostics.jarzynski_reverse - est.diagnostics.jarzynski_forward) / 2
     assert out.log_z_se >= half_bracket > 1.0
 
 
 def test_zero_se_with_poor_overlap_is_raised():
     est = EvidenceEstimate(
         -10.0, 0.0, "bar",
-        diagnostics={"overlap": 1e-9, "se_ml": 0.0, "se_bootstrap": 0.0, "jarzynski_forward": -10.0,
-                     "jarzynski_reverse": -10.0, "lower": -12.0, "upper": -8.0, "gap": 4.0},
+        diagnostics=WorkDiagnostics(overlap=1e-9, se_ml=0.0, se_bootstrap=0.0, jarzynski_forward=-10.0,
+                                    jarzynski_reverse=-10.0, lower=-12.0, upper=-8.0, gap=4.0),
     )  # fmt: skip
     out = assess(est)
     assert not out.reliable and out.log_z_se == pytest.approx(2.0)  # half the bounds' gap

@@ -254,7 +254,8 @@ def random_dbm(n_visible: int, n_hidden1: int, n_hidden2: int, *, seed: int = 0,
 
 
 def energy_model(dbm: DBM, base_means=None, *, space: str = "even", kernel=None, name: str | None = None):
-    """An :class:`~pmz.model.energy_model.EnergyModel` of a DBM whose estimated log Z is the DBM's log partition function.
+    """An :class:`~pmz.model.energy_model.EnergyModel` of a DBM whose estimated log Z is the DBM's log partition
+    function.
 
     Parameters
     ----------
@@ -265,9 +266,10 @@ def energy_model(dbm: DBM, base_means=None, *, space: str = "even", kernel=None,
         ``"even"`` (default): states ``(v, h2)`` (dim ``nv + n2``), ``h1`` summed out: the visible space of the
         RBM view :meth:`DBM.as_rbm` (built by :func:`pmz.boltzmann.rbm.energy_model`), base
         ``Bern(p0) x Bern(1/2)^n2``; kernels ``"gibbs"`` (:class:`~pmz.boltzmann.rbm_gibbs.RBMGibbs`, default) or
-        ``"block_mh"`` (:class:`~pmz.boltzmann.rbm_gibbs.RBMBlockMH`). ``"joint"``: states ``(v, h1, h2)``, ``log f1 = -E``,
-        base ``Bern(p0) x Bern(1/2)^(n1 + n2)``, kernel ``"layer_gibbs"`` (:class:`~pmz.boltzmann.dbm_gibbs.DBMLayerGibbs`).
-        With ``min(nv + n2, n1) <= 22`` the model carries ``sample_target`` (exact draws, for reverse paths).
+        ``"block_mh"`` (:class:`~pmz.boltzmann.rbm_gibbs.RBMBlockMH`). ``"joint"``: states ``(v, h1, h2)``, ``log f1 =
+        -E``, base ``Bern(p0) x Bern(1/2)^(n1 + n2)``, kernel ``"layer_gibbs"``
+        (:class:`~pmz.boltzmann.dbm_gibbs.DBMLayerGibbs`). With ``min(nv + n2, n1) <= 22`` the model carries
+        ``sample_target`` (exact draws, for reverse paths).
     kernel : str or Kernel, optional
     name : str, optional
 

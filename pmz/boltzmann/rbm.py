@@ -16,8 +16,8 @@ pmz's estimate is ``log Z = log sum_v f1(v)`` itself, the RBM's log partition fu
 :func:`energy_model` builds a :class:`~pmz.model.energy_model.EnergyModel` in visible space (geometric path
 ``f0^(1-beta) f1^beta`` on ``v``; kernels :class:`~pmz.boltzmann.rbm_gibbs.RBMGibbs`, the default, or
 :class:`~pmz.boltzmann.rbm_gibbs.RBMBlockMH`) or in joint space (state ``(v, h)``, base ``Bern(p0) x uniform``, kernel
-:class:`~pmz.boltzmann.rbm_gibbs.RBMBlockGibbs`). Both have the same log Z; see :mod:`pmz.boltzmann.rbm_gibbs` for which kernel
-is exact for which path.
+:class:`~pmz.boltzmann.rbm_gibbs.RBMBlockGibbs`). Both have the same log Z; see :mod:`pmz.boltzmann.rbm_gibbs` for
+which kernel is exact for which path.
 
 Data: scikit-learn's ``load_digits`` (1797 images of 8 x 8 pixels with values 0..16; the UCI optical
 recognition of handwritten digits test set), binarised at ``pixel > 7``, extracted once into

@@ -1,11 +1,11 @@
 """Training binary RBMs by contrastive divergence (CD-k) and persistent contrastive divergence (PCD): the trainer of
 the digits RBMs shipped with pmz (``benchmarks/train_rbm.py``), kept with its settings record and signature.
 
-The algorithms live in :mod:`pmz.boltzmann.learn` (one implementation of the gradient, the updates and the chains); this module
-maps :class:`TrainingSettings` onto :class:`pmz.boltzmann.learn.LearningOptions` and runs :mod:`pmz.boltzmann.learn`'s loop with ONE
-``numpy.random.Generator(seed)`` as every random stream (initial weights, chain starts, data order, chains), in the
-order the shipped RBMs were trained with, so they are reproduced bit for bit. For new work use
-:func:`pmz.boltzmann.learn.fit_rbm` (independent streams, FPCD and CAST, a progress bar).
+The algorithms live in :mod:`pmz.boltzmann.learn` (one implementation of the gradient, the updates and the chains);
+this module maps :class:`TrainingSettings` onto :class:`pmz.boltzmann.learn.LearningOptions` and runs
+:mod:`pmz.boltzmann.learn`'s loop with ONE ``numpy.random.Generator(seed)`` as every random stream (initial weights,
+chain starts, data order, chains), in the order the shipped RBMs were trained with, so they are reproduced bit for
+bit. For new work use :func:`pmz.boltzmann.learn.fit_rbm` (independent streams, FPCD and CAST, a progress bar).
 
 The gradient of the mean log-likelihood, ``E_data[v s(b + vW)'] - E_model[v s(b + vW)']`` for ``W`` (``s`` the
 sigmoid) and likewise for the biases, takes its model term from ``k`` block-Gibbs steps: from the minibatch itself
@@ -23,7 +23,7 @@ from .learn.gradients import Bipartite
 from .learn.loop import Streams
 from .learn.negative import block_gibbs
 from .learn.learning_options import LearningOptions
-from .learn.rbm_fit import _fit_rbm
+from .learn.rbm_fit import fit_rbm_on_streams
 from .rbm import RBM
 
 __all__ = ["TrainingSettings", "gibbs_chain", "train_rbm"]
@@ -131,5 +131,5 @@ def train_rbm(data, n_hidden: int, settings: TrainingSettings | None = None, *, 
     def per_epoch(update, rbm):
         return callback(update // n_batches - 1, rbm)
 
-    run = _fit_rbm(data, n_hidden, config, streams, callback=None if callback is None else per_epoch)
+    run = fit_rbm_on_streams(data, n_hidden, config, streams, callback=None if callback is None else per_epoch)
     return run.model, TrainingHistory(list(run.monitor), [value for _, value in run.callback_values])

@@ -44,9 +44,12 @@ correction used for posterior draws in bridge sampling (Meng & Wong 1996; Gronau
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.optimize import brentq
 
+from ..estimate_diagnostics import WorkDiagnostics
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import logsumexp
 from .bounds import bounds_from_log_weights, check_log_weights, check_work_pair
@@ -232,12 +235,12 @@ def bar_overlap(log_w_f, log_w_r, log_z, n_eff_r=None) -> dict:
 FEW_PATHS = 10  # below this many paths on a side the overlap measure is dominated by 1/n
 
 
-def _overlap_warning(diagnostics: dict, min_overlap: float, forward: WorkRecord) -> str | None:
+def _overlap_warning(diagnostics: WorkDiagnostics, min_overlap: float, forward: WorkRecord) -> str | None:
     """The warning for work distributions that barely overlap (None when they do), naming the test that failed and
     advising what applies: more posterior draws or a closer reference for bridge sampling (one step, no kernel
     moves), more temperatures or kernel steps for a path."""
-    overlap, n_r = diagnostics["overlap"], int(diagnostics["n_reverse"])
-    f_in_r, r_in_f = diagnostics["fraction_forward_in_reverse_range"], diagnostics["fraction_reverse_in_forward_range"]
+    overlap, n_r = diagnostics.overlap, int(diagnostics.n_reverse)
+    f_in_r, r_in_f = diagnostics.fraction_forward_in_reverse_range, diagnostics.fraction_reverse_in_forward_range
     if overlap < min_overlap:
         what = f"barely overlap (overlap {overlap:.3g} < {min_overlap})"
     elif f_in_r == 0.0 or r_in_f == 0.0:
@@ -246,7 +249,7 @@ def _overlap_warning(diagnostics: dict, min_overlap: float, forward: WorkRecord)
             if f_in_r == 0.0
             else "negated reverse work lies inside the range of the forward works"
         )
-        if n_r < FEW_PATHS or diagnostics["n_forward"] < FEW_PATHS:
+        if n_r < FEW_PATHS or diagnostics.n_forward < FEW_PATHS:
             what += f"; the overlap measure, {overlap:.3g}, means nothing with {n_r} reverse path(s)"
         what += ")"
     else:
@@ -317,11 +320,11 @@ def bar(
     Returns
     -------
     EvidenceEstimate
-        ``method = "bar"``. Diagnostics: ``se_bennett``, ``se_ml``, ``overlap``,
-        ``fraction_forward_in_reverse_range``, ``fraction_reverse_in_forward_range``, ``jarzynski_forward``,
-        ``jarzynski_reverse``, ``lower``, ``upper``, ``gap`` (stochastic bounds, when all weights are finite),
-        ``n_forward``, ``n_reverse``, ``n_eff_reverse``, ``log_count_ratio`` (M) and, with a bootstrap,
-        ``bootstrap_log_z`` and ``se_bootstrap``.
+        ``method = "bar"``. :class:`~pmz.estimate_diagnostics.WorkDiagnostics`: ``se_bennett``, ``se_ml``,
+        ``overlap``, ``fraction_forward_in_reverse_range``, ``fraction_reverse_in_forward_range``,
+        ``jarzynski_forward``, ``jarzynski_reverse``, ``lower``, ``upper``, ``gap`` (stochastic bounds, when all
+        weights are finite), ``n_forward``, ``n_reverse``, ``n_eff_reverse``, ``log_count_ratio`` (M) and, with a
+        bootstrap, ``bootstrap_log_z`` and ``se_bootstrap``.
 
     Examples
     --------
@@ -342,25 +345,25 @@ def bar(
     log_z = _solve(work_f, work_r, M, log_c_r, j_f, j_r)
     var = bar_variances(log_w_f, log_w_r, log_z, n_eff)
     se = {k: float(np.sqrt(var[k])) for k in _SE_METHODS}
-    diagnostics = {
-        "se_bennett": se["bennett"],
-        "se_ml": se["ml"],
+    diagnostics = WorkDiagnostics(
+        se_bennett=se["bennett"],
+        se_ml=se["ml"],
         **bar_overlap(log_w_f, log_w_r, log_z, n_eff),
-        "jarzynski_forward": log_z0 + j_f,
-        "jarzynski_reverse": log_z0 + j_r,
-        "n_forward": n_f,
-        "n_reverse": n_r,
-        "n_eff_reverse": n_eff,
-        "log_count_ratio": M,
-    }
+        jarzynski_forward=log_z0 + j_f,
+        jarzynski_reverse=log_z0 + j_r,
+        n_forward=n_f,
+        n_reverse=n_r,
+        n_eff_reverse=n_eff,
+        log_count_ratio=M,
+    )
     if np.all(np.isfinite(log_w_f)) and np.all(np.isfinite(log_w_r)):
         b = bounds_from_log_weights(log_w_f, log_w_r)
-        diagnostics.update(lower=log_z0 + b["lower"], upper=log_z0 + b["upper"], gap=b["gap"])
+        diagnostics = replace(diagnostics, lower=log_z0 + b["lower"], upper=log_z0 + b["upper"], gap=b["gap"])
     if n_bootstrap:
         rng = np.random.default_rng(0) if rng is None else rng
         boot = log_z0 + _bootstrap(work_f, work_r, M, log_c_r, log_z, se["bennett"], rng, n_bootstrap)
-        diagnostics["bootstrap_log_z"] = boot
-        diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1)) if np.isfinite(boot).all() else np.inf
+        se_boot = float(np.std(boot, ddof=1)) if np.isfinite(boot).all() else np.inf
+        diagnostics = replace(diagnostics, bootstrap_log_z=boot, se_bootstrap=se_boot)
     warnings = [] if (message := _overlap_warning(diagnostics, min_overlap, forward)) is None else [message]
     return EvidenceEstimate(
         log_z=log_z0 + log_z, log_z_se=se[se_method], method="bar", diagnostics=diagnostics, warnings=warnings

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..estimate_diagnostics import WorkDiagnostics
 from ..records import EvidenceEstimate, WorkRecord
 
 __all__ = ["bounds_from_log_weights", "check_log_weights", "check_work_pair", "stochastic_bounds"]
@@ -135,10 +136,11 @@ def stochastic_bounds(forward: WorkRecord, reverse: WorkRecord) -> EvidenceEstim
         ``log_z`` = the midpoint ``(lower + upper) / 2``. ``log_z_se`` is not a sampling standard error but a
         half-width: ``sqrt((gap / 2)^2 + (lower_se^2 + upper_se^2) / 4)``, i.e. the largest error of the midpoint
         when both bounds hold (half the gap) combined in quadrature with the midpoint's own sampling error. It is
-        therefore conservative; use BAR for a real error bar. Diagnostics ``lower``, ``upper``, ``lower_se``,
-        ``upper_se``, ``gap`` (the hysteresis ``mean(W_f) + mean(W_r)``), ``gap_se``, ``n_forward``,
-        ``n_reverse``. A warning is issued when the gap is negative by more than three of its standard errors
-        (impossible in expectation: reverse starts not from p1, or the two runs are not of the same path).
+        therefore conservative; use BAR for a real error bar. :class:`~pmz.estimate_diagnostics.WorkDiagnostics`
+        with ``estimate_is_bounds=True``, ``lower``, ``upper``, ``lower_se``, ``upper_se``, ``gap`` (the
+        hysteresis ``mean(W_f) + mean(W_r)``), ``gap_se``, ``n_forward``, ``n_reverse``. A warning is issued when
+        the gap is negative by more than three of its standard errors (impossible in expectation: reverse starts
+        not from p1, or the two runs are not of the same path).
 
     Examples
     --------
@@ -146,14 +148,24 @@ def stochastic_bounds(forward: WorkRecord, reverse: WorkRecord) -> EvidenceEstim
     >>> f = WorkRecord(log_weights=[-3.0, -2.0], schedule=[0.0, 1.0])
     >>> r = WorkRecord(log_weights=[1.0, 2.0], schedule=[0.0, 1.0], direction="reverse")
     >>> est = stochastic_bounds(f, r)
-    >>> est.diagnostics["lower"], est.diagnostics["upper"], est.log_z
+    >>> est.diagnostics.lower, est.diagnostics.upper, est.log_z
     (-2.5, -1.5, -2.0)
     """
     log_w_f, log_w_r, log_z0 = check_work_pair(forward, reverse)
     b = bounds_from_log_weights(log_w_f, log_w_r)
     lower, upper = b["lower"] + log_z0, b["upper"] + log_z0
     half_width = float(np.sqrt((b["gap"] / 2) ** 2 + (b["lower_se"] ** 2 + b["upper_se"] ** 2) / 4))
-    diagnostics = dict(b, lower=lower, upper=upper, n_forward=log_w_f.size, n_reverse=log_w_r.size)
+    diagnostics = WorkDiagnostics(
+        estimate_is_bounds=True,
+        lower=lower,
+        upper=upper,
+        lower_se=b["lower_se"],
+        upper_se=b["upper_se"],
+        gap=b["gap"],
+        gap_se=b["gap_se"],
+        n_forward=log_w_f.size,
+        n_reverse=log_w_r.size,
+    )
     warnings = []
     if b["gap"] < -3 * b["gap_se"]:
         warnings.append(

@@ -22,8 +22,11 @@ variances add. A bootstrap over paths (within each direction) is also reported.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from ..estimate_diagnostics import LogWeightMoments, WorkDiagnostics
 from ..records import EvidenceEstimate, WorkRecord
 from .bounds import check_log_weights, check_work_pair
 
@@ -115,17 +118,16 @@ def _bootstrap(parts: dict[str, np.ndarray], kind: str, rng: np.random.Generator
     return out
 
 
-def _shape_diagnostics(x: np.ndarray, prefix: str) -> dict:
+def _log_weight_moments(x: np.ndarray) -> LogWeightMoments:
     mean, s2, m3, m4 = _moments(x)
     sd = np.sqrt(s2)
-    return {
-        f"mean_log_w_{prefix}": mean,
-        f"var_log_w_{prefix}": s2,
-        f"skewness_{prefix}": float(m3 / sd**3) if sd > 0 else 0.0,
-        f"excess_kurtosis_{prefix}": float(m4 / s2**2 - 3.0) if sd > 0 else 0.0,
-        f"third_cumulant_term_{prefix}": m3 / 6.0,
-        f"n_{prefix}": x.size,
-    }
+    return LogWeightMoments(
+        mean_log_w=mean,
+        var_log_w=s2,
+        skewness=float(m3 / sd**3) if sd > 0 else 0.0,
+        excess_kurtosis=float(m4 / s2**2 - 3.0) if sd > 0 else 0.0,
+        third_cumulant_term=m3 / 6.0,
+    )
 
 
 def cumulant(
@@ -154,10 +156,12 @@ def cumulant(
     Returns
     -------
     EvidenceEstimate
-        ``method`` names the kind; ``log_z_se`` is the delta-method se. Diagnostics: ``se_delta``, per direction
-        ``mean_log_w_<dir>``, ``var_log_w_<dir>``, ``skewness_<dir>``, ``excess_kurtosis_<dir>`` (the work is
-        Gaussian when both are near 0), ``third_cumulant_term_<dir>`` (``m3 / 6``, the leading neglected term of
-        a one-sided estimate) and ``n_<dir>``; with a bootstrap ``bootstrap_log_z`` and ``se_bootstrap``.
+        ``method`` names the kind; ``log_z_se`` is the delta-method se.
+        :class:`~pmz.estimate_diagnostics.WorkDiagnostics` with ``is_cumulant=True``, ``se_delta``, per direction
+        ``forward_moments`` / ``reverse_moments`` (:class:`~pmz.estimate_diagnostics.LogWeightMoments`: mean and
+        variance of log w, skewness and excess kurtosis, both near 0 for Gaussian work, and ``third_cumulant_term``
+        ``m3 / 6``, the leading neglected term of a one-sided estimate) and ``n_forward`` / ``n_reverse``; with a
+        bootstrap ``bootstrap_log_z`` and ``se_bootstrap``.
         A one-sided estimate warns when its neglected third-order term exceeds twice its standard error.
 
     Examples
@@ -187,18 +191,24 @@ def cumulant(
         log_z0 = float(record.log_z0)
     parts = {d: check_log_weights(x, f"{d} log weights", allow_minus_inf=False) for d, x in parts.items()}
     log_z_rel, se_delta = _combine(parts, kind)
-    diagnostics = {"se_delta": se_delta}
-    for direction, x in parts.items():
-        diagnostics.update(_shape_diagnostics(x, direction))
+    moments = {direction: _log_weight_moments(x) for direction, x in parts.items()}
+    sizes = {direction: x.size for direction, x in parts.items()}
+    diagnostics = WorkDiagnostics(
+        is_cumulant=True,
+        se_delta=se_delta,
+        forward_moments=moments.get("forward"),
+        n_forward=sizes.get("forward"),
+        reverse_moments=moments.get("reverse"),
+        n_reverse=sizes.get("reverse"),
+    )
     if n_bootstrap:
         rng = np.random.default_rng(0) if rng is None else rng
         boot = log_z0 + _bootstrap(parts, kind, rng, n_bootstrap)
-        diagnostics["bootstrap_log_z"] = boot
-        diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1))
+        diagnostics = replace(diagnostics, bootstrap_log_z=boot, se_bootstrap=float(np.std(boot, ddof=1)))
     warnings = []
     if kind != "cumulant_combined":
         (direction,) = parts
-        term = abs(diagnostics[f"third_cumulant_term_{direction}"])
+        term = abs(moments[direction].third_cumulant_term)
         if term > 2 * se_delta:
             warnings.append(
                 f"pmz: the {direction} work is far from Gaussian (neglected third-cumulant term {term:.3g} vs. "

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
+from ..estimate_diagnostics import HistogramDiagnostics
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import logsumexp
 from .bar import bar_overlap, bar_variances
@@ -132,24 +133,25 @@ def histogram(forward: WorkRecord, reverse: WorkRecord, *, method: str = "solve"
     -------
     EvidenceEstimate
         ``method = "histogram_ml"``; ``log_z_se`` is the inverse-information (Shirts et al. 2003) se of this
-        likelihood. Diagnostics ``se_ml``, ``se_bennett``, ``overlap``, ``work`` (pooled ``u``), ``lam`` (0 for
-        forward, 1 for reverse samples), ``log_dos`` (normalised ``log g_n``), ``n_forward``, ``n_reverse``.
+        likelihood. :class:`~pmz.estimate_diagnostics.HistogramDiagnostics` ``se_ml``, ``se_bennett``, ``overlap``,
+        ``work`` (pooled ``u``), ``lam`` (0 for forward, 1 for reverse samples), ``log_dos`` (normalised
+        ``log g_n``), ``n_forward``, ``n_reverse``.
     """
     log_w_f, log_w_r, log_z0 = check_work_pair(forward, reverse)
     log_z, u, log_g = wham_log_z(log_w_f, log_w_r, method=method)
     var = bar_variances(log_w_f, log_w_r, log_z)
-    diagnostics = {
-        "se_ml": float(np.sqrt(var["ml"])),
-        "se_bennett": float(np.sqrt(var["bennett"])),
-        "overlap": bar_overlap(log_w_f, log_w_r, log_z)["overlap"],
-        "work": u,
-        "lam": np.concatenate([np.zeros(log_w_f.size), np.ones(log_w_r.size)]),
-        "log_dos": log_g,
-        "n_forward": log_w_f.size,
-        "n_reverse": log_w_r.size,
-    }
+    diagnostics = HistogramDiagnostics(
+        se_ml=float(np.sqrt(var["ml"])),
+        se_bennett=float(np.sqrt(var["bennett"])),
+        overlap=bar_overlap(log_w_f, log_w_r, log_z)["overlap"],
+        work=u,
+        lam=np.concatenate([np.zeros(log_w_f.size), np.ones(log_w_r.size)]),
+        log_dos=log_g,
+        n_forward=log_w_f.size,
+        n_reverse=log_w_r.size,
+    )
     return EvidenceEstimate(
-        log_z=log_z0 + log_z, log_z_se=diagnostics["se_ml"], method="histogram_ml", diagnostics=diagnostics
+        log_z=log_z0 + log_z, log_z_se=diagnostics.se_ml, method="histogram_ml", diagnostics=diagnostics
     )
 
 
@@ -255,9 +257,10 @@ def histogram_posterior(
     -------
     EvidenceEstimate
         ``method = "histogram"``, ``log_z`` = posterior mean, ``log_z_se`` = posterior sd, ``log_z_draws`` (after
-        burn-in). Diagnostics: ``estimates`` (``{"ml": (log_z, se)}``: the WHAM maximum, which is BAR), ``se_ml``,
-        ``overlap``, ``work``, ``lam``, ``log_dos`` (ML, normalised), ``dos_posterior_mean``, ``ess_draws`` (of the
-        Gibbs chain), ``mcse`` (Monte Carlo se of the posterior mean), ``n_draws``, ``n_burn``, ``a``, ``b``.
+        burn-in). :class:`~pmz.estimate_diagnostics.HistogramDiagnostics`: ``estimates`` (``{"ml": (log_z, se)}``:
+        the WHAM maximum, which is BAR), ``se_ml``, ``overlap``, ``work``, ``lam``, ``log_dos`` (ML, normalised),
+        ``dos_posterior_mean``, ``ess_draws`` (of the Gibbs chain), ``mcse`` (Monte Carlo se of the posterior mean),
+        ``n_draws``, ``n_burn``, ``a``, ``b``.
 
     Examples
     --------
@@ -267,38 +270,38 @@ def histogram_posterior(
     >>> f = WorkRecord(log_weights=-rng.normal(1.0, 1.0, 300), schedule=[0.0, 1.0])
     >>> r = WorkRecord(log_weights=-rng.normal(0.0, 1.0, 300), schedule=[0.0, 1.0], direction="reverse")
     >>> est = histogram_posterior(f, r, n_draws=500, rng=np.random.default_rng(0))
-    >>> abs(est.log_z - est.diagnostics["estimates"]["ml"][0]) < 0.5 * est.log_z_se, est.log_z_draws.shape
+    >>> abs(est.log_z - est.diagnostics.estimate_of("ml")[0]) < 0.5 * est.log_z_se, est.log_z_draws.shape
     (True, (500,))
     """
     log_w_f, log_w_r, log_z0 = check_work_pair(forward, reverse)
     ml = histogram(forward, reverse)
     rng = np.random.default_rng(0) if rng is None else rng
     draws, dos_mean = histogram_gibbs(
-        log_w_f, log_w_r, n_draws=n_draws, n_burn=n_burn, rng=rng, a=a, b=b, log_g_init=ml.diagnostics["log_dos"]
+        log_w_f, log_w_r, n_draws=n_draws, n_burn=n_burn, rng=rng, a=a, b=b, log_g_init=ml.diagnostics.log_dos
     )
     draws = draws + log_z0
     sd = float(np.std(draws, ddof=1)) if draws.size > 1 else np.inf
     ess = _ess_draws(draws)
-    diagnostics = {
-        "estimates": {"ml": (ml.log_z, ml.log_z_se)},
-        "se_ml": ml.log_z_se,
-        "overlap": ml.diagnostics["overlap"],
-        "work": ml.diagnostics["work"],
-        "lam": ml.diagnostics["lam"],
-        "log_dos": ml.diagnostics["log_dos"],
-        "dos_posterior_mean": dos_mean,
-        "ess_draws": ess,
-        "mcse": sd / np.sqrt(ess),
-        "n_draws": n_draws,
-        "n_burn": n_burn,
-        "a": a,
-        "b": b,
-    }
+    diagnostics = HistogramDiagnostics(
+        estimates={"ml": (ml.log_z, ml.log_z_se)},
+        se_ml=ml.log_z_se,
+        overlap=ml.diagnostics.overlap,
+        work=ml.diagnostics.work,
+        lam=ml.diagnostics.lam,
+        log_dos=ml.diagnostics.log_dos,
+        dos_posterior_mean=dos_mean,
+        ess_draws=ess,
+        mcse=sd / np.sqrt(ess),
+        n_draws=n_draws,
+        n_burn=n_burn,
+        a=a,
+        b=b,
+    )
     warnings = []
-    if diagnostics["overlap"] < min_overlap:
+    if diagnostics.overlap < min_overlap:
         warnings.append(
             f"pmz: the forward and (negated) reverse work distributions barely overlap (overlap "
-            f"{diagnostics['overlap']:.3g} < {min_overlap}); the histogram posterior is then too narrow and its "
+            f"{diagnostics.overlap:.3g} < {min_overlap}); the histogram posterior is then too narrow and its "
             "error bar is not to be trusted."
         )
     return EvidenceEstimate(

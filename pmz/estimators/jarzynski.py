@@ -10,13 +10,16 @@ pmz warns when ESS / M < 0.1.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from ..estimate_diagnostics import WorkDiagnostics
 from ..records import EvidenceEstimate, WorkRecord
 from ..weights import ess as kish_ess
 from ..weights import log_mean_weight, log_mean_weight_se, logsumexp
 
-__all__ = ["jarzynski", "bootstrap_log_mean_weight"]
+__all__ = ["jarzynski", "bootstrap_log_mean_weight", "one_way_diagnostics"]
 
 
 def bootstrap_log_mean_weight(log_w, rng: np.random.Generator, n_bootstrap: int = 1000, block: int = 200):
@@ -29,6 +32,22 @@ def bootstrap_log_mean_weight(log_w, rng: np.random.Generator, n_bootstrap: int 
         idx = rng.integers(0, M, size=(stop - start, M))
         out[start:stop] = logsumexp(log_w[idx], axis=1) - np.log(M)
     return out
+
+
+def one_way_diagnostics(log_w, side: str) -> WorkDiagnostics:
+    """What a one-sided Jarzynski estimate from ``side``'s log weights (``"forward"``: AIS, ``"reverse"``: RAISE)
+    measures: the Kish ESS ``(sum w)^2 / sum w^2``, its fraction of the M paths, the delta-method se
+    ``sqrt((M / ESS - 1) / (M - 1))``, M and ``Var[log w]`` over the finite weights."""
+    log_w = np.asarray(log_w, dtype=float)
+    ess = kish_ess(log_w)
+    return WorkDiagnostics(
+        one_way_side=side,
+        ess=ess,
+        ess_fraction=ess / log_w.size,
+        se_delta=log_mean_weight_se(log_w),
+        n_paths=log_w.size,
+        var_log_w=float(np.var(log_w[np.isfinite(log_w)])),
+    )
 
 
 def jarzynski(
@@ -54,8 +73,9 @@ def jarzynski(
     Returns
     -------
     EvidenceEstimate
-        ``log_z``, ``log_z_se`` (delta method) and diagnostics ``ess``, ``ess_fraction``, ``se_delta``,
-        ``se_bootstrap``, ``bootstrap_log_z``, ``mean_log_w`` (a stochastic lower bound on log Z - log Z0).
+        ``log_z``, ``log_z_se`` (delta method) and :class:`~pmz.estimate_diagnostics.WorkDiagnostics` with
+        ``one_way_side="forward"``, ``ess``, ``ess_fraction``, ``se_delta``, ``n_paths``, ``var_log_w``,
+        ``se_bootstrap``, ``bootstrap_log_z``, ``mean_log_w`` (``log Z0 + mean(log w)``, a stochastic lower bound).
 
     Examples
     --------
@@ -72,21 +92,13 @@ def jarzynski(
     if not np.any(np.isfinite(log_w)):
         raise ValueError("pmz: every path has weight 0 (log w = -inf); the annealing failed")
     log_z = record.log_z0 + log_mean_weight(log_w)
-    ess = kish_ess(log_w)
-    se_delta = log_mean_weight_se(log_w)
-    diagnostics = {
-        "ess": ess,
-        "ess_fraction": ess / M,
-        "se_delta": se_delta,
-        "n_paths": M,
-        "mean_log_w": float(np.mean(log_w[np.isfinite(log_w)])) + record.log_z0,
-        "var_log_w": float(np.var(log_w[np.isfinite(log_w)])),
-    }
+    lower = float(np.mean(log_w[np.isfinite(log_w)])) + record.log_z0
+    diagnostics = replace(one_way_diagnostics(log_w, "forward"), mean_log_w=lower)
+    ess, se_delta = diagnostics.ess, diagnostics.se_delta
     if n_bootstrap:
         rng = np.random.default_rng(0) if rng is None else rng
         boot = record.log_z0 + bootstrap_log_mean_weight(log_w, rng, n_bootstrap)
-        diagnostics["bootstrap_log_z"] = boot
-        diagnostics["se_bootstrap"] = float(np.std(boot, ddof=1))
+        diagnostics = replace(diagnostics, bootstrap_log_z=boot, se_bootstrap=float(np.std(boot, ddof=1)))
     warnings = []
     if ess / M < min_ess_fraction:
         warnings.append(

@@ -41,11 +41,12 @@ and cancels, so ``l[k, n] = b_k U(x_n)`` suffices (:func:`tempered_log_f`); with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import minimize
 
+from ..estimate_diagnostics import TemperingDiagnostics
 from ..records import EvidenceEstimate
 from ..weights import logsumexp
 from .rts import delete_one_se, rts
@@ -260,8 +261,9 @@ def mbar(
     Returns
     -------
     EvidenceEstimate
-        ``method = "mbar"``; diagnostics ``log_z_k`` and ``log_z_k_se`` (every state relative to ``reference``),
-        ``n_iter`` and ``converged``. Warns if the solver did not converge.
+        ``method = "mbar"``; :class:`~pmz.estimate_diagnostics.TemperingDiagnostics` ``log_z_k`` and
+        ``log_z_k_se`` (every state relative to ``reference``), ``n_iter`` and ``converged``. Warns if the solver did
+        not converge.
     """
     sol = mbar_log_z(log_f, n_k, method=method, tol=tol, max_iter=max_iter)
     K = sol.log_z.size
@@ -279,7 +281,9 @@ def mbar(
         log_z=float(curve[t]),
         log_z_se=float(curve_se[t]),
         method="mbar",
-        diagnostics={"log_z_k": curve, "log_z_k_se": curve_se, "n_iter": sol.n_iter, "converged": sol.converged},
+        diagnostics=TemperingDiagnostics(
+            log_z_k=curve, log_z_k_se=curve_se, n_iter=sol.n_iter, converged=sol.converged
+        ),
         warnings=warnings,
     )
 
@@ -303,10 +307,10 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
     K = trace.n_levels
     U, levels = np.asarray(trace.draws_U, dtype=float), np.asarray(trace.draws_level, dtype=int)
     full = mbar(tempered_log_f(U, trace.betas), np.bincount(levels, minlength=K))
-    curve = full.diagnostics["log_z_k"]
+    curve = full.diagnostics.log_z_k
     n_sweeps = U.size // trace.n_chains
     B = min(int(n_blocks), n_sweeps)
-    se_curve = full.diagnostics["log_z_k_se"]
+    se_curve = full.diagnostics.log_z_k_se
     if B >= 2:
         edges = np.linspace(0, n_sweeps, B + 1).astype(int) * trace.n_chains
         replicates = []
@@ -316,21 +320,21 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
             replicates.append(rep.log_z)
         se_curve = delete_one_se(replicates)
     se_jackknife = float(se_curve[-1])
-    rts_curve_se = rts(trace).diagnostics["log_z_k_se"]
+    rts_curve_se = rts(trace).diagnostics.log_z_k_se
     se_curve = np.fmax(se_curve, np.where(np.isfinite(rts_curve_se), rts_curve_se, 0.0))
     return EvidenceEstimate(
         log_z=float(curve[-1] + trace.log_z0),
         log_z_se=float(se_curve[-1]),
         method="mbar",
-        diagnostics={
-            **full.diagnostics,
-            "log_z_k": curve + trace.log_z0,
-            "log_z_k_se": se_curve,
-            "se_asymptotic": full.log_z_se,
-            "se_jackknife": se_jackknife,
-            "se_rts": float(rts_curve_se[-1]),
-            "n_blocks": B,
-            "n_samples": int(U.size),
-        },
+        diagnostics=replace(
+            full.diagnostics,
+            log_z_k=curve + trace.log_z0,
+            log_z_k_se=se_curve,
+            se_asymptotic=full.log_z_se,
+            se_jackknife=se_jackknife,
+            se_rts=float(rts_curve_se[-1]),
+            n_blocks=B,
+            n_samples=int(U.size),
+        ),
         warnings=list(full.warnings),
     )

@@ -19,13 +19,14 @@ with a finite log weight, with the binomial variance ``(1 - p) / (n_f p)`` added
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..records import EvidenceEstimate, WorkRecord
-from ..weights import ess as kish_ess
 from ..weights import log_mean_weight, log_mean_weight_se
 from .bounds import check_log_weights
-from .jarzynski import bootstrap_log_mean_weight
+from .jarzynski import bootstrap_log_mean_weight, one_way_diagnostics
 
 __all__ = ["raise_estimate", "raise_log_z"]
 
@@ -71,7 +72,8 @@ def raise_estimate(
     Returns
     -------
     EvidenceEstimate
-        ``method = "raise"``, ``log_z``, ``log_z_se`` (delta method) and diagnostics ``ess``, ``ess_fraction``,
+        ``method = "raise"``, ``log_z``, ``log_z_se`` (delta method) and
+        :class:`~pmz.estimate_diagnostics.WorkDiagnostics` with ``one_way_side="reverse"``, ``ess``, ``ess_fraction``,
         ``se_delta``, ``n_paths``, ``upper_bound`` (``log Z0 - mean(log w_r)``, a stochastic upper bound),
         ``var_log_w`` and, with a bootstrap, ``bootstrap_log_z`` and ``se_bootstrap``; when some forward paths have
         weight zero also ``log_support_mass`` (added to log Z), its se ``log_support_mass_se`` (added in quadrature
@@ -91,27 +93,24 @@ def raise_estimate(
     log_z_rel, se_delta = raise_log_z(log_w_r)
     log_z0 = float(reverse_record.log_z0)
     M = log_w_r.size
-    ess = kish_ess(log_w_r)
-    finite = log_w_r[np.isfinite(log_w_r)]
-    diagnostics = {
-        "ess": ess,
-        "ess_fraction": ess / M,
-        "se_delta": se_delta,
-        "n_paths": M,
-        "upper_bound": log_z0 - float(np.mean(finite)),
-        "var_log_w": float(np.var(finite)),
-    }
+    upper = log_z0 - float(np.mean(log_w_r[np.isfinite(log_w_r)]))
+    diagnostics = replace(one_way_diagnostics(log_w_r, "reverse"), upper_bound=upper)
+    ess = diagnostics.ess
     log_mass, mass_se = _support_mass(forward_record)
     if log_mass < 0:
-        diagnostics["log_support_mass"], diagnostics["log_support_mass_se"] = log_mass, mass_se
         log_z0 += log_mass
-        diagnostics["upper_bound"] += log_mass
-        diagnostics["se_raise"] = se_delta
+        diagnostics = replace(
+            diagnostics,
+            log_support_mass=log_mass,
+            log_support_mass_se=mass_se,
+            upper_bound=diagnostics.upper_bound + log_mass,
+            se_raise=se_delta,
+        )
     if n_bootstrap and np.isfinite(log_mass):
         rng = np.random.default_rng(0) if rng is None else rng
         boot = log_z0 - bootstrap_log_mean_weight(log_w_r, rng, n_bootstrap)
-        diagnostics["bootstrap_log_z"] = boot
-        diagnostics["se_bootstrap"] = float(np.sqrt(np.var(boot, ddof=1) + mass_se**2))
+        se_boot = float(np.sqrt(np.var(boot, ddof=1) + mass_se**2))
+        diagnostics = replace(diagnostics, bootstrap_log_z=boot, se_bootstrap=se_boot)
     warnings = []
     if not np.isfinite(log_mass):
         warnings.append(

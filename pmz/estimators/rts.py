@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..estimate_diagnostics import TemperingDiagnostics
 from ..records import EvidenceEstimate, TemperingTrace
 from ..weights import logsumexp
 
@@ -109,22 +110,23 @@ def _estimate(trace: TemperingTrace, method, batch_c, c):
         log_z=float(curve[-1] + trace.log_z0),
         log_z_se=se,
         method=method,
-        diagnostics={
-            "log_z_k": curve + trace.log_z0,
-            "log_z_k_se": curve_se,
-            "c_hat": np.asarray(c, dtype=float),
-            "prior": trace.prior,
-            "max_gap": gap,
-            "se_jackknife": se_jack,
-            "n_samples": trace.n_samples,
-            "n_batches": int(batch_c.shape[0]),
-        },
+        diagnostics=TemperingDiagnostics(
+            log_z_k=curve + trace.log_z0,
+            log_z_k_se=curve_se,
+            c_hat=np.asarray(c, dtype=float),
+            prior=trace.prior,
+            max_gap=gap,
+            se_jackknife=se_jack,
+            n_samples=trace.n_samples,
+            n_batches=int(batch_c.shape[0]),
+        ),
         warnings=warnings,
     )
 
 
 def rts(trace: TemperingTrace) -> EvidenceEstimate:
-    """RTS estimate of log Z and the whole curve ``log Z_k`` (diagnostics ``log_z_k``, ``log_z_k_se``)."""
+    """RTS estimate of log Z and the whole curve ``log Z_k`` (:class:`~pmz.estimate_diagnostics.TemperingDiagnostics`
+    ``log_z_k``, ``log_z_k_se``)."""
     batch_c = trace.batch_q / trace.batch_size[:, None]
     return _estimate(trace, "rts", batch_c, trace.c_hat)
 
@@ -208,13 +210,13 @@ def rts_combine(traces, *, stages=None) -> EvidenceEstimate:
         log_z=float(z[-1] + own.log_z0),
         log_z_se=float(se[-1]),
         method="rts_combined",
-        diagnostics={
-            "log_z_k": z + own.log_z0,
-            "log_z_k_se": se,
-            "n_runs": len(n),
-            "converged": converged,
-            "se_inflation": float(inflation),
-        },
+        diagnostics=TemperingDiagnostics(
+            log_z_k=z + own.log_z0,
+            log_z_k_se=se,
+            n_runs=len(n),
+            converged=converged,
+            se_inflation=float(inflation),
+        ),
         warnings=[] if converged else ["pmz: rts_combine: Newton iterations did not converge"],
     )
 
@@ -248,14 +250,14 @@ def rts_from_draws(rb_probs, log_zhat, log_prior, groups, *, log_z0: float = 0.0
         log_z=float(z[-1] + log_z0),
         log_z_se=float(se_k[-1]),
         method="rts",
-        diagnostics={
-            "log_z_k": z + log_z0,
-            "log_z_k_se": se_k,
-            "c_hat": pooled,
-            "prior": np.exp(log_prior),
-            "n_samples": int(Q.shape[0]),
-            "n_groups": int(B),
-            "converged": converged,
-        },
+        diagnostics=TemperingDiagnostics(
+            log_z_k=z + log_z0,
+            log_z_k_se=se_k,
+            c_hat=pooled,
+            prior=np.exp(log_prior),
+            n_samples=int(Q.shape[0]),
+            n_groups=int(B),
+            converged=converged,
+        ),
         warnings=[] if converged else ["pmz: rts: Newton iterations did not converge"],
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..estimate_diagnostics import SMCDiagnostics
 from ..records import EvidenceEstimate, SMCRecord
 from ..weights import logsumexp
 
@@ -34,9 +35,10 @@ __all__ = ["smc_estimate"]
 def smc_estimate(record: SMCRecord, *, alpha: float = 0.01) -> EvidenceEstimate:
     """log Z from an SMC record, with the ideal-condition and between-run standard errors (module docstring).
 
-    Diagnostics: ``run_log_z`` and ``run_ideal_se`` (per run), ``se_ideal``, ``se_between``, ``spread_p_value``
-    (upper tail of the chi-square test), ``variance_estimate`` (ARM's ``sum_n v_n / R_n`` averaged over runs),
-    ``mean_particles`` (average ``R_n`` per stage), ``n_stages`` (mean per run), ``total_moves``.
+    Diagnostics (:class:`~pmz.estimate_diagnostics.SMCDiagnostics`): ``run_log_z`` and ``run_ideal_se`` (per run),
+    ``se_ideal``, ``se_between``, ``spread_p_value`` (upper tail of the chi-square test), ``variance_estimate``
+    (ARM's ``sum_n v_n / R_n`` averaged over runs), ``mean_particles`` (average ``R_n`` per stage), ``n_stages``
+    (mean per run), ``total_moves``.
     """
     log_z_runs = record.run_log_z()
     var_runs = record.run_ideal_variance()
@@ -63,21 +65,21 @@ def smc_estimate(record: SMCRecord, *, alpha: float = 0.01) -> EvidenceEstimate:
     if not np.isfinite(log_z):
         warnings.append("pmz: the SMC estimate is not finite: every particle got zero weight at some stage")
     mean_ess_fraction = float(np.mean(record.ess / record.n_particles))
-    diagnostics = {
-        "run_log_z": log_z_runs,
-        "run_ideal_se": np.sqrt(var_runs),
-        "se_ideal": se_ideal,
-        "se_between": se_between,
-        "spread_p_value": p_value,
-        "variance_estimate": float(np.mean(var_runs)),
-        "mean_particles": float(np.mean(record.n_particles)),
-        "n_stages": float(np.mean(record.n_stages)),
-        "total_moves": int(np.sum(record.n_moves)),
-        "mean_ess_fraction": mean_ess_fraction,
-        "n_runs": J,
-        "algorithm": record.algorithm,
-        "sequence": record.sequence,
-    }
+    diagnostics = SMCDiagnostics(
+        run_log_z=log_z_runs,
+        run_ideal_se=np.sqrt(var_runs),
+        se_ideal=se_ideal,
+        se_between=se_between,
+        spread_p_value=p_value,
+        variance_estimate=float(np.mean(var_runs)),
+        mean_particles=float(np.mean(record.n_particles)),
+        n_stages=float(np.mean(record.n_stages)),
+        total_moves=int(np.sum(record.n_moves)),
+        mean_ess_fraction=mean_ess_fraction,
+        n_runs=J,
+        algorithm=record.algorithm,
+        sequence=record.sequence,
+    )
     return EvidenceEstimate(
         log_z=log_z, log_z_se=log_z_se, method=record.algorithm, diagnostics=diagnostics, warnings=warnings
     )

@@ -29,8 +29,11 @@ level-0 sample has a finite ``U`` there is no estimate (NaN, with a warning that
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from ..estimate_diagnostics import TemperingDiagnostics
 from ..records import EvidenceEstimate, TemperingTrace
 from .rts import jackknife_se
 
@@ -79,13 +82,16 @@ def _ti(trace: TemperingTrace, rule: str, method: str, weight: str, first: str, 
     E, V, log_mass = _moments(totals, weight, first, second, inf)
     value = integrate(trace.betas, E, V, rule) + log_mass
     se = jackknife_se(statistic, batches)
-    diagnostics = {"mean_U": E, "var_U": V, "rule": rule, "n_batches": int(trace.batch_size.size)}
+    diagnostics = TemperingDiagnostics(mean_U=E, var_U=V, rule=rule, n_batches=int(trace.batch_size.size))
     warnings = []
     if totals[inf][0] > 0:
-        diagnostics["log_support_mass"] = log_mass
-        diagnostics["support_note"] = (
-            "U (the log likelihood) is -inf on part of f0 (the prior), where E_0[U] = -inf: log Z = "
-            "log P_0(U > -inf) + TI of E_beta[U] over (0, 1], with P_0 from the level-0 samples"
+        diagnostics = replace(
+            diagnostics,
+            log_support_mass=log_mass,
+            support_note=(
+                "U (the log likelihood) is -inf on part of f0 (the prior), where E_0[U] = -inf: log Z = "
+                "log P_0(U > -inf) + TI of E_beta[U] over (0, 1], with P_0 from the level-0 samples"
+            ),
         )
     if not np.isfinite(log_mass):
         value, se = float("nan"), float("nan")

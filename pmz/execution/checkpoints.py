@@ -114,7 +114,8 @@ def dataset_record(ds: xr.Dataset):
 
 def _feed(h, value):
     """Feed a canonical, process-independent description of ``value`` to the hash ``h``: numbers, strings and
-    arrays by value, random generators by state and seed sequence, containers item by item, other objects
+    arrays by value, random generators by state and seed sequence, seed sequences by entropy and spawn key, containers
+    item by item, other objects
     (families, kernels) by type."""
     if value is None or isinstance(value, bool | Integral | float | str | np.generic):
         h.update(repr((type(value).__name__, value.item() if isinstance(value, np.generic) else value)).encode())
@@ -125,6 +126,8 @@ def _feed(h, value):
         seq = value.bit_generator.seed_seq
         h.update(json.dumps(value.bit_generator.state, sort_keys=True, default=str).encode())
         h.update(repr((seq.entropy, seq.spawn_key, seq.n_children_spawned)).encode())
+    elif isinstance(value, np.random.SeedSequence):
+        h.update(repr(("SeedSequence", value.entropy, value.spawn_key, value.pool_size)).encode())
     elif isinstance(value, dict):
         h.update(b"{")
         for k in sorted(value, key=str):

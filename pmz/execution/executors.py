@@ -48,6 +48,7 @@ from ..threads import blas_thread_limit
 from .checkpoints import Checkpoint, digest, target_description
 
 __all__ = [
+    "local_runner",
     "Task",
     "ChunkOutput",
     "ChunkRunner",
@@ -253,10 +254,12 @@ class ChunkRunner:
 
     # ---------------------------------------------------------------- public
     def count(self, n_chunks, units: int, default: int | None = None) -> int:
-        """The number of chunks: ``n_chunks`` as given, else ``default`` (:data:`DEFAULT_CHUNKS`) capped at
-        ``units``."""
+        """The number of chunks: ``n_chunks`` as given; else, with an executor or a checkpoint, ``default``
+        (:data:`DEFAULT_CHUNKS`) capped at ``units``; else one (the whole run here)."""
         if n_chunks is not None:
             return int(n_chunks)
+        if self.executor is None and self.checkpoint is None:
+            return 1
         return int(min(DEFAULT_CHUNKS if default is None else default, units))
 
     @property
@@ -264,16 +267,25 @@ class ChunkRunner:
         """Whether some chunks did not finish (the run was interrupted)."""
         return self.n_done < self.n_tasks
 
+    def own_bar(self, n_chunks: int) -> bool:
+        """Whether a run of ``n_chunks`` chunks shows the runner function's own progress bar (one chunk run here:
+        the bar of the algorithm itself, e.g. AIS's temperatures) instead of this runner's bar over chunks."""
+        return bool(self.progressbar) and self.executor is None and int(n_chunks) == 1
+
     def run(self, fn, target, context: dict, tasks: list[Task], *, desc: str) -> dict:
         """Run ``fn(**context, **task.arguments)`` for every task not in the checkpoint; ``{key: record}`` of the
-        finished ones (all of them unless the run was interrupted: then :attr:`interrupted` is set)."""
+        finished ones (all of them unless the run was interrupted: then :attr:`interrupted` is set). The runner's
+        bar is off where ``context["progressbar"]`` is on (:meth:`own_bar`)."""
         self.n_tasks += len(tasks)
-        base = digest(fn, context)
-        digests = {t.key: digest(base, t.arguments) for t in tasks}
+        digests = {}
+        if self.checkpoint is not None:  # chunks are stored and found again by digest
+            base = digest(fn, context)
+            digests = {t.key: digest(base, t.arguments) for t in tasks}
         done = self._resume(tasks, digests)
         pending = [t for t in tasks if t.key not in done]
         t0 = time.perf_counter()
-        with progress_bar(total=sum(t.work for t in tasks), desc=desc, disable=not self.progressbar) as bar:
+        show = self.progressbar and not context.get("progressbar", False)
+        with progress_bar(total=sum(t.work for t in tasks), desc=desc, disable=not show) as bar:
             bar.update(sum(t.work for t in tasks if t.key in done))
             bar.set_postfix_str(self._postfix(len(done), len(tasks)), refresh=False)
             try:
@@ -418,3 +430,10 @@ class ChunkRunner:
                     future.cancel()
             if dask and payload_ref is not payload:
                 payload_ref.release()
+
+
+def local_runner(progressbar: bool = True) -> ChunkRunner:
+    """The runner of a call without ``executor=``, ``checkpoint=`` or ``n_chunks``: its one chunk runs here, showing
+    the algorithm's own progress bar. Every chunked method runs through a runner, so this is the same path as a
+    distributed run."""
+    return ChunkRunner(progressbar=progressbar)

@@ -8,12 +8,25 @@
 * :mod:`~pmz.gp.probit_gibbs`, :mod:`~pmz.gp.probit_sequence`: probit GP classification in the z-representation,
   one data point per SMC stage;
 * :mod:`~pmz.gp.probit_evidence`, :mod:`~pmz.gp.classification`: exact (orthant), EP and Laplace evidences, and the
-  digits classification problems with known evidence (also in :mod:`pmz.systems`).
+  digits classification problems with known evidence (also in :mod:`pmz.systems`); :data:`EXACT_MAX_POINTS` is the
+  largest problem with an exact evidence, :func:`probit_laplace_mode` the mode behind the Laplace evidence.
 """
 
-from .classification import GPProblem, digits_gp_problem, gp_classification, load_digits_gp, probit_gp_model
+from .classification import (
+    EXACT_MAX_POINTS,
+    GPProblem,
+    digits_gp_problem,
+    gp_classification,
+    load_digits_gp,
+    probit_gp_model,
+)
 from .fisher_metric import GPMetric, MetricFactors
-from .probit_evidence import probit_log_evidence_ep, probit_log_evidence_exact, probit_log_evidence_laplace
+from .probit_evidence import (
+    probit_laplace_mode,
+    probit_log_evidence_ep,
+    probit_log_evidence_exact,
+    probit_log_evidence_laplace,
+)
 from .probit_gibbs import ProbitGibbs
 from .probit_sequence import ProbitGPSequence
 from .riemannian_hmc import GPRiemannianHMC, RMHMCInfo
@@ -36,4 +49,6 @@ __all__ = [
     "probit_log_evidence_exact",
     "probit_log_evidence_ep",
     "probit_log_evidence_laplace",
+    "probit_laplace_mode",
+    "EXACT_MAX_POINTS",
 ]

@@ -1,5 +1,10 @@
 """The method layer: the glue between ``pmz.evidence`` (and its registry) and the runners and estimators.
 
+``pmz.methods`` is the one documented place of the option sets (``config=`` of ``pmz.evidence``):
+:class:`CommonOptions`, :class:`ScheduleOptions`, :class:`AnnealingOptions`, :class:`TwoWayOptions`,
+:class:`HistogramOptions`, :class:`BridgeOptions`, :class:`TemperingOptions`, :class:`SMCOptions`,
+:class:`ARMOptions`, :class:`AutoOptions`; and of the rule for their ``n_temps`` defaults, :func:`default_n_temps`.
+
 * :mod:`~pmz.methods.options`: one frozen option set per family of methods, each option documented and checked once;
 * :mod:`~pmz.methods.setup`: the compiled model (once per model), the tempered family and the kernel;
 * :mod:`~pmz.methods.draw_checks`, :mod:`~pmz.methods.inputs`: start draws, the prior's normalisation, posterior
@@ -20,6 +25,7 @@ from .options import (
     SMCOptions,
     TemperingOptions,
     TwoWayOptions,
+    default_n_temps,
 )
 
 __all__ = [
@@ -33,4 +39,5 @@ __all__ = [
     "SMCOptions",
     "ARMOptions",
     "AutoOptions",
+    "default_n_temps",
 ]

@@ -38,9 +38,9 @@ import numpy as np
 
 from ..estimators.bar import bar
 from ..families import GeometricPath
+from ..estimate_diagnostics import AutoDiagnostics, WorkDiagnostics
 from ..records import EvidenceEstimate
 from ..reliability import assess
-from ..runners.bidirectional import run_bidirectional
 from ..runners.bridge_sampling import fit_reference, run_bridge
 from ..runners.starts import evenly_spaced, posterior_to_flat
 from ..weights import systematic_resample
@@ -116,6 +116,15 @@ class AutoRecord:
     timeline : list of (label, seconds)
     smc_posterior : ndarray (n_runs, n_particles, dim) or None
         Tempered route: each SMC run's final particles resampled to equal weights (one chain per run).
+    rhat : float or None
+        Largest split R-hat of the posterior draws.
+    growth : float or None
+        Draws per chain at the end over those of the first pass.
+    divergences, n_posterior_draws : int or None
+        Tempered route after untrusted chains: the chains' divergent transitions and draws.
+    unreliable : str
+        Why the route's answer cannot be trusted ("" when it can): max_time spent before the chains agreed,
+        divergences, draws given as ``posterior=`` that are not this model's posterior.
     """
 
     route: str
@@ -125,8 +134,12 @@ class AutoRecord:
     primary: str = ""
     draws: PosteriorDraws | None = None
     timeline: list = field(default_factory=list)
-    info: dict = field(default_factory=dict)
     smc_posterior: np.ndarray | None = None
+    rhat: float | None = None
+    growth: float | None = None
+    divergences: int | None = None
+    n_posterior_draws: int | None = None
+    unreliable: str = ""
 
     @property
     def posterior_x(self):
@@ -166,7 +179,7 @@ def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng
     record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
-    est = replace(est, diagnostics={**est.diagnostics, "pareto_khat": khat})
+    est = replace(est, diagnostics=replace(est.diagnostics, pareto_khat=khat))
     return assess(est, record), record  # verdict and honest se (bootstrap floor, overlap, ...)
 
 
@@ -180,7 +193,7 @@ def _bridge_pair(compiled, draws, rng, n_bootstrap, check=False):
 
 
 def _bridge_ok(est, options) -> tuple[bool, str]:
-    k, overlap = est.diagnostics["pareto_khat"], est.diagnostics["overlap"]
+    k, overlap = est.diagnostics.pareto_khat, est.diagnostics.overlap
     if not np.isfinite(est.log_z) or not np.isfinite(est.log_z_se):
         return False, "the bridge estimate is not finite"
     if k > options.max_khat:
@@ -241,6 +254,7 @@ def _draws_from_posterior(compiled, posterior) -> PosteriorDraws:
 
 def _path_route(compiled, draws, options, rng, progressbar, kernel):
     """Geometric path from a Gaussian fitted to all draws; forward from q, reverse from the posterior draws."""
+    from .annealing import anneal_both_ways
     from .options import ScheduleOptions
     from .schedule import setup_schedule
 
@@ -256,11 +270,12 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
     X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
     half = n_paths // 2
     starts = np.concatenate([X_a[evenly_spaced(X_a.shape[0], half)], X_b[evenly_spaced(X_b.shape[0], half)]])
-    record = run_bidirectional(
+    record = anneal_both_ways(
         family,
         kernel,
         schedule,
         params,
+        tuning,
         target=compiled,
         n_forward=2 * half,
         n_reverse=2 * half,
@@ -269,7 +284,6 @@ def _path_route(compiled, draws, options, rng, progressbar, kernel):
         n_steps_per_temp=2,
         keep_particles=False,
         progressbar=progressbar,
-        tuning=tuning,
     )
     record = replace(record, reverse_start="posterior")
     boot_rng, *half_rngs = rng.spawn(3)
@@ -308,12 +322,13 @@ def _density_evidence(est, family, target, rng):
     every route answers the same question: ``log Z_density = log Z_prior_draws + sum_v log c_v``."""
     from .draw_checks import prior_normalisation_note
 
-    masses, _ = prior_normalisation_note(family, target, rng, "auto")
-    if not masses:
+    prior_fields, _ = prior_normalisation_note(family, target, rng, "auto")
+    if not prior_fields:
         return est
-    log_z = est.log_z + masses["prior_log_mass"]
-    se = float(np.hypot(est.log_z_se, masses["prior_log_mass_se"]))
-    return replace(est, log_z=log_z, log_z_se=se, diagnostics={**est.diagnostics, **masses})
+    noted = replace(est.diagnostics, **prior_fields)
+    log_z = est.log_z + noted.prior_log_mass
+    se = float(np.hypot(est.log_z_se, noted.prior_log_mass_se))
+    return replace(est, log_z=log_z, log_z_se=se, diagnostics=noted)
 
 
 def _equally_weighted_runs(record, rng):
@@ -401,9 +416,8 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
     elif reason := untrusted_chains_reason(draws, options.max_rhat, own_chains=options.posterior is None):
         record = _tempered_route(family, kernel, options, smc_rng, progressbar, target, reason, clock)
-        record.info.update(
-            rhat=draws.rhat, divergences=draws.divergences, n_posterior_draws=draws.n_chains * draws.n_draws
-        )
+        record.rhat, record.divergences = draws.rhat, draws.divergences
+        record.n_posterior_draws = draws.n_chains * draws.n_draws
         record.timeline = clock.timeline
         return record
 
@@ -449,7 +463,9 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
         primary=primary,
         draws=draws,
         timeline=clock.timeline,
-        info={"rhat": draws.rhat, "growth": draws.n_draws / first_draws, "unreliable": unreliable},
+        rhat=draws.rhat,
+        growth=draws.n_draws / first_draws,
+        unreliable=unreliable,
     )
 
 
@@ -471,21 +487,13 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         log_z, se, second, names = first.log_z, first.log_z_se, None, ["smc"]
     used = {"bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"), "tempered": ("smc",)}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
-    if record.info.get("unreliable"):
-        reasons.append(record.info["unreliable"])
-    diagnostics = {
-        "route": record.route,
-        "route_reason": record.reason,
-        "estimates": {name: (est.log_z, est.log_z_se) for name, est in ests.items()},
-        "independent_estimates": names,
-        "timeline": [f"{label}: {t:.2f} s" for label, t in record.timeline],
-        **{k: v for k, v in record.info.items() if k != "unreliable"},
-    }
-    warnings = []
+    if record.unreliable:
+        reasons.append(record.unreliable)
+    warnings, disagreement_z = [], None
     if second is not None:
         diff = abs(first.log_z - second.log_z)
         combined = float(np.hypot(first.log_z_se, second.log_z_se))
-        diagnostics["disagreement_z"] = diff / combined
+        disagreement_z = diff / combined
         if diff > 3 * combined:
             warnings.append(
                 f"pmz: the two estimates disagree: {names[0]} {first.log_z:.3f} +/- {first.log_z_se:.3f} "
@@ -493,19 +501,31 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
                 "the reported se covers the difference."
             )
             se = max(se, 0.5 * diff)
-    for name, est in ests.items():
-        for key in ("pareto_khat", "overlap", "n_eff_reverse"):
-            if key in est.diagnostics:
-                diagnostics[f"{name}_{key}"] = est.diagnostics[key]
-    if record.draws is not None:
-        d = record.draws
-        diagnostics.update(
-            n_chains=d.n_chains, n_draws=d.n_draws, rhat=d.rhat, acceptance=d.acceptance, divergences=d.divergences
-        )
     for est in ests.values():
         warnings += [w for w in est.warnings if w not in warnings]
-    if record.route == "tempered":  # the SMC diagnostics (runs' spread, ...) stay visible to pmz.reliability
-        diagnostics = {**first.diagnostics, **diagnostics}
+    draws = record.draws
+    work = {name: est.diagnostics for name, est in ests.items() if isinstance(est.diagnostics, WorkDiagnostics)}
+    smc = first.diagnostics if record.route == "tempered" else None  # the runs' spread, ... for pmz.reliability
+    diagnostics = AutoDiagnostics(
+        route=record.route,
+        route_reason=record.reason,
+        estimates={name: (est.log_z, est.log_z_se) for name, est in ests.items()},
+        independent_estimates=names,
+        timeline=[f"{label}: {t:.2f} s" for label, t in record.timeline],
+        rhat=record.rhat if draws is None else draws.rhat,
+        growth=record.growth,
+        divergences=record.divergences if draws is None else draws.divergences,
+        n_posterior_draws=record.n_posterior_draws,
+        n_chains=None if draws is None else draws.n_chains,
+        n_draws=None if draws is None else draws.n_draws,
+        acceptance=None if draws is None else draws.acceptance,
+        disagreement_z=disagreement_z,
+        pareto_khat_by_estimate={name: d.pareto_khat for name, d in work.items() if d.pareto_khat is not None},
+        overlap_by_estimate={name: d.overlap for name, d in work.items() if d.overlap is not None},
+        n_eff_reverse_by_estimate={name: d.n_eff_reverse for name, d in work.items() if d.n_eff_reverse is not None},
+        smc=smc,
+        se_estimator=None if smc is None else smc.se_estimator,  # the route's estimate is SMC's
+    )
     return EvidenceEstimate(
         log_z=float(log_z),
         log_z_se=float(se),

@@ -48,4 +48,4 @@ def estimate_bridge(record, options, rng):
     """Bridge sampling is BAR with one step (reference -> posterior); the result says "bridge", its evidence group
     names the estimator (``estimator = "bar"``)."""
     estimate = two_way_estimator("bar")(record, options, rng)
-    return replace(estimate, method="bridge", diagnostics={**estimate.diagnostics, "estimator": "bar"})
+    return replace(estimate, method="bridge", diagnostics=replace(estimate.diagnostics, estimator="bar"))

@@ -72,15 +72,17 @@ def check_start(
 
 def with_draws_check(estimate, record):
     """The check of posterior draws (:func:`pmz.runners.starts.check_draws`, in the reverse record's ``tuning``)
-    in the estimate's diagnostics; a draws mismatch makes it unreliable (``unreliable``, read by
-    :func:`pmz.reliability.assess`)."""
+    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch makes it unreliable
+    (``unreliable``, read by :func:`pmz.reliability.assess`)."""
     tuning = getattr(getattr(record, "reverse", None), "tuning", None)
     if not isinstance(record, BidirectionalRecord) or not tuning or "draws_check" not in tuning:
         return estimate
-    keys = ("draws_check", "draws_check_se")
-    diagnostics = {**estimate.diagnostics, **{k: tuning[k] for k in keys}}
-    if tuning.get("posterior_mismatch") and not diagnostics.get("unreliable"):
-        diagnostics["unreliable"] = mismatch_reason(tuning["posterior_mismatch"], record.reverse_start)
+    diagnostics = replace(
+        estimate.diagnostics, draws_check=tuning["draws_check"], draws_check_se=tuning["draws_check_se"]
+    )
+    if tuning.get("posterior_mismatch") and not diagnostics.unreliable:
+        reason = mismatch_reason(tuning["posterior_mismatch"], record.reverse_start)
+        diagnostics = replace(diagnostics, unreliable=reason)
     return replace(estimate, diagnostics=diagnostics)
 
 
@@ -122,7 +124,16 @@ def _raise_zero_target(family, compiled, x, n_tried: int, n_ok: int, n_start: in
 
 def prior_normalisation_note(family, target, rng, method: str):
     """Diagnostics and a warning when a prior-draw method's prior density does not integrate to one
-    (:mod:`pmz.model.prior_mass`); measured once per compiled model."""
+    (:mod:`pmz.model.prior_mass`); measured once per compiled model.
+
+    Returns
+    -------
+    fields : dict
+        ``prior_log_mass``, ``prior_log_mass_se`` and ``prior_unnormalised``: keyword arguments of
+        :func:`dataclasses.replace` for any estimate's diagnostics (:class:`pmz.estimate_diagnostics.Diagnostics`);
+        empty when every prior integrates to one.
+    warning : str or None
+    """
     if not isinstance(family, PowerPosterior) or target.kind == "energy":
         return {}, None
     masses = target.__dict__.get("_prior_masses")
@@ -132,9 +143,9 @@ def prior_normalisation_note(family, target, rng, method: str):
     off = [m for m in masses if m.off]
     if not off:
         return {}, None
-    diagnostics = {
-        "prior_log_mass": float(sum(m.log_mass for m in off)),
-        "prior_log_mass_se": float(np.sqrt(sum(m.se**2 for m in off))),
-        "prior_unnormalised": ", ".join(m.name for m in off),
-    }
-    return diagnostics, normalisation_warning(off, method)
+    fields = dict(
+        prior_log_mass=float(sum(m.log_mass for m in off)),
+        prior_log_mass_se=float(np.sqrt(sum(m.se**2 for m in off))),
+        prior_unnormalised=", ".join(m.name for m in off),
+    )
+    return fields, normalisation_warning(off, method)

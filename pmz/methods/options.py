@@ -5,7 +5,8 @@
 its fields. Every field is declared with :func:`option`: its default, one line of documentation (from which the
 options table of ``pmz.evidence``'s docstring is generated, :func:`options_table`) and its check
 (:mod:`pmz.validate`), run in ``__post_init__``. A family that changes a default re-declares the field with
-:func:`override`, which keeps the documentation and the check.
+:func:`override`, which keeps the documentation and the check. The number of temperature steps ``n_temps`` takes its
+default from one rule, :func:`default_n_temps`, by the kind of run.
 
 Families (a subclass accepts its parent's options):
 
@@ -51,8 +52,9 @@ __all__ = [
     "option",
     "option_values",
     "override",
-    "option_values",
     "options_table",
+    "N_TEMPS_BY_RUN",
+    "default_n_temps",
     "CommonOptions",
     "ScheduleOptions",
     "AnnealingOptions",
@@ -91,6 +93,50 @@ def options_table(cls, *, exclude: type | None = None, width: int = 112, indent:
         text = f"- ``{f.name}`` ({f.default!r}): {f.metadata['doc']}"
         lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
     return "\n".join(lines)
+
+
+N_TEMPS_BY_RUN = {"annealing": 600, "two_way": 300, "tempering": 50, "smc": 100, "arm": 50}
+"""The default ``n_temps`` of each kind of run; :func:`default_n_temps` says why."""
+
+
+def default_n_temps(run: str) -> int:
+    """The default number of temperature steps ``n_temps`` (``n_temps + 1`` temperatures) of a kind of run: the one
+    rule every option set takes its ``n_temps`` default from.
+
+    Paths need many small steps, a ladder or a resampled sequence far fewer:
+
+    ``"annealing"``: 600 (``"ais"``; :class:`AnnealingOptions`, :class:`ScheduleOptions`)
+        A path moves one short HMC step per temperature, so it follows the schedule only where the schedule
+        changes slowly; the variance of the log weights falls like ``1 / n_temps`` when the kernels keep up. At
+        equal cost many temperatures with short trajectories beat few with long ones (600-1000 temperatures with
+        2-3 leapfrog steps gave a 1.7x smaller se than 200 with 10 on the regression systems, docs/user_guide.md).
+    ``"two_way"``: 300 (``"bar"``, ``"raise"``, ``"cumulant"``, ``"bounds"``, ``"histogram"``)
+        The same 600 kernel steps per path, split over the forward and the reverse direction: BAR needs the two
+        work distributions to overlap, not the weights of one direction to be nearly even, which a half-length
+        schedule gives at the cost of one-way annealing.
+    ``"tempering"``: 50 (``"rts"``, ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``, ``"wang_landau"``)
+        A ladder, not a path: the chains move between levels, whose neighbours need only overlap, and every level
+        must be visited often; the ``n_chains x n_sweeps`` draws are shared by ``n_temps + 1`` levels, and a chain
+        takes longer to cross a longer ladder.
+    ``"smc"``: 100 (``"smc"`` with a fixed rule; its default, ``schedule="adaptive"``, places the stages itself)
+        Every stage moves every particle ``n_steps_per_temp`` (5) times and resamples when the weights degenerate,
+        so a stage does the work of several annealing temperatures and the weights never pile up along the path.
+    ``"arm"``: 50 (``"arm"``, linear schedule)
+        ARM adds particles at the stages that are hard, so it runs on a coarse fixed schedule: that is what it
+        repairs (with an adaptive schedule every stage is equally hard and ARM has little to add).
+
+    Parameters
+    ----------
+    run : {"annealing", "two_way", "tempering", "smc", "arm"}
+        The kind of run (the keys of :data:`N_TEMPS_BY_RUN`).
+
+    Returns
+    -------
+    int
+    """
+    if run not in N_TEMPS_BY_RUN:
+        raise ValueError(f"pmz: unknown kind of run {run!r}; choose one of {sorted(N_TEMPS_BY_RUN)}")
+    return N_TEMPS_BY_RUN[run]
 
 
 def n_steps_per_temp(default: int):
@@ -200,7 +246,11 @@ def _schedule(rules):
 class ScheduleOptions(CommonOptions):
     """The schedule (or tempering ladder) and the pilot that tunes the kernels along it (pmz.methods.schedule)."""
 
-    n_temps: int = option(600, "temperatures after beta = 0 (n_temps + 1 in all)", positive_int)
+    n_temps: int = option(
+        default_n_temps("annealing"),
+        "temperatures after beta = 0 (n_temps + 1 in all; default by kind of run: pmz.methods.default_n_temps)",
+        positive_int,
+    )
     schedule: object = option(
         "power",
         "'power' (b_k = (k/K)^4), 'linear', 'geometric', 'sigmoidal', 'varopt' (constant thermodynamic speed from a "
@@ -246,7 +296,7 @@ def _strategy_only(name, value):
 class TwoWayOptions(AnnealingOptions):
     """Forward and reverse annealing (``"bar"``, ``"raise"``, ``"cumulant"``, ``"bounds"``; Habeck 2017)."""
 
-    n_temps: int = override(AnnealingOptions, "n_temps", 300)
+    n_temps: int = override(AnnealingOptions, "n_temps", default_n_temps("two_way"))
     n_bootstrap: int = override(AnnealingOptions, "n_bootstrap", 200)
     n_reverse: object = option(None, "reverse paths (None: n_paths)", optional_int(2))
     posterior: object = option(
@@ -307,7 +357,10 @@ class TemperingOptions(ScheduleOptions):
     """Simulated tempering over a ladder (``"rts"``, ``"ts"``, ``"ti"``, ``"ti_rb"``, ``"mbar"``,
     ``"wang_landau"``; Carlson et al. 2016, Salakhutdinov 2010): one pipeline, different estimators."""
 
-    n_temps: int = override(ScheduleOptions, "n_temps", 50, "ladder steps (n_temps + 1 levels)")
+    n_temps: int = override(
+        ScheduleOptions, "n_temps", default_n_temps("tempering"),
+        "ladder steps (n_temps + 1 levels; default by kind of run: pmz.methods.default_n_temps)",
+    )
     n_chains: int = option(100, "tempering chains run side by side", positive_int)
     n_sweeps: int = option(1000, "sweeps of the long run (a level move and kernel steps each)", positive_int)
     n_steps_per_temp: int = n_steps_per_temp(1)
@@ -347,7 +400,11 @@ class SMCOptions(CommonOptions):
         "adaptive", "tempering: 'adaptive' (conditional ESS) or a named rule / array with n_temps",
         _schedule(("adaptive",)),
     )
-    n_temps: int = option(100, "tempering with a fixed rule: steps", positive_int)
+    n_temps: int = option(
+        default_n_temps("smc"),
+        "tempering with a fixed rule: steps (default by kind of run: pmz.methods.default_n_temps)",
+        positive_int,
+    )
     cess_target: float = option(
         0.9, "adaptive tempering / data batches: conditional ESS kept per stage", fraction(False)
     )
@@ -383,7 +440,7 @@ class ARMOptions(SMCOptions):
     """Adaptive resample-move (``"arm"``; Fraccaro, Paquet & Winther): more particles where a stage is hard."""
 
     schedule: object = override(SMCOptions, "schedule", "linear")
-    n_temps: int = override(SMCOptions, "n_temps", 50)
+    n_temps: int = override(SMCOptions, "n_temps", default_n_temps("arm"))
     variant: str = option("standard", "'standard', 'anticipate' or 'reseed'",
                           one_of("standard", "anticipate", "reseed"))
     gamma_threshold: float = option(0.7, "grow the particle set while R_eff / R_n < gamma_threshold",

@@ -23,12 +23,12 @@ import numpy as np
 from ..estimators.smc_evidence import smc_estimate
 from ..families.schedules import make_schedule
 from ..runners.pooling import merge_smc, split
-from ..runners.resample_move import run_smc, smc_runs, smc_settings
+from ..runners.resample_move import smc_runs, smc_settings
 from ..sequences.base import SMCSequence
 from ..sequences.by_observation import DataAnnealingSequence
 from ..boltzmann.unit_sequence import RBMUnitSequence
 from ..sequences.by_temperature import TemperingSequence
-from ..execution.executors import Task
+from ..execution.executors import Task, local_runner
 
 __all__ = ["ARM_VARIANTS", "build_sequence", "run_smc_method", "estimate_smc_method"]
 
@@ -70,16 +70,20 @@ def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
     return RBMUnitSequence.from_energy_model(target, order=options.unit_order, rng=rng)
 
 
-def _runs_chunked(sequence, settings, options, run_rng, target, chunks, method):
-    """The runs in chunks of consecutive runs on the streams :func:`run_smc` would give them; pooled in run order."""
+def _runs(sequence, settings, options, run_rng, target, chunks, method, progressbar):
+    """The ``n_runs`` runs, each on its own stream (``run_rng.spawn(n_runs)``, as :func:`pmz.runners.resample_move.
+    run_smc` gives them), in chunks of consecutive runs (one chunk here unless the call asked for more: then one
+    run per chunk by default); pooled in run order."""
     streams = run_rng.spawn(options.n_runs)
-    sizes = split(options.n_runs, chunks.count(options.n_chunks, options.n_runs, default=options.n_runs))
+    n_chunks = chunks.count(options.n_chunks, options.n_runs, default=options.n_runs)
+    sizes = split(options.n_runs, n_chunks)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     tasks = [
         Task(f"runs-{c:04d}", dict(streams=streams[offsets[c] : offsets[c + 1]], first_run=int(offsets[c])), float(m))
         for c, m in enumerate(sizes)
     ]
-    context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles)
+    context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles,
+                   progressbar=chunks.own_bar(n_chunks))
     done = chunks.run(smc_runs, target, context, tasks, desc=method.upper())
     records = [done[t.key] for t in tasks if t.key in done]
     if not records:
@@ -98,31 +102,17 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method,
             k: getattr(options, k)
             for k in ("gamma_threshold", "gamma_relative_to", "max_generate", "min_reseed", "reseed_steps")
         }
-    if chunks is not None:
-        settings = smc_settings(
-            n_particles=options.n_particles,
-            algorithm=algorithm,
-            n_steps_per_temp=options.n_steps_per_temp,
-            resampling=options.resampling,
-            resample_threshold=options.resample_threshold,
-            tune=options.tune,
-            **arm,
-        )
-        return _runs_chunked(sequence, settings, options, run_rng, target, chunks, method)
-    return run_smc(
-        sequence,
-        rng=run_rng,
+    settings = smc_settings(
         n_particles=options.n_particles,
-        n_runs=options.n_runs,
         algorithm=algorithm,
         n_steps_per_temp=options.n_steps_per_temp,
         resampling=options.resampling,
         resample_threshold=options.resample_threshold,
         tune=options.tune,
-        keep_particles=options.keep_particles,
-        progressbar=progressbar,
         **arm,
     )
+    chunks = local_runner(progressbar) if chunks is None else chunks
+    return _runs(sequence, settings, options, run_rng, target, chunks, method, progressbar)
 
 
 def estimate_smc_method(method):

@@ -11,10 +11,11 @@ Pipeline (RTS sections 2.4-2.5; CAST section 5):
    once ``max_k |r_k - c_hat_k| < 0.1 / K``);
 5. the long run of ``n_sweeps`` sweeps with frozen guesses, recorded as a TemperingTrace.
 
-With ``n_chunks`` (or ``executor=`` / ``checkpoint=``, :mod:`pmz.execution.executors`) steps 1-4 run here and the
-long run's chains are split into chunks: each chunk continues its chains from the initial iterations' last states
-with the frozen guesses, on a stream spawned by chunk index, and :func:`pmz.runners.pooling.merge_traces` adds the
-chunks' batch sums (and joins MBAR's samples) into the trace one run of all chains would record.
+Steps 1-4 run here; the long run goes through a chunk runner (:mod:`pmz.execution.executors`: one chunk here unless
+``n_chunks``, ``executor=`` or ``checkpoint=`` ask for more): each chunk continues its whole blocks of chains from
+the initial iterations' last states with the frozen guesses, every chain on its own stream, and
+:func:`pmz.runners.pooling.merge_traces` adds the blocks' batch sums in order (and joins MBAR's samples), so the
+trace is the same bits however the chains were grouped.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ import numpy as np
 from ..estimators.mbar import mbar_tempering
 from ..estimators.rts import rts, rts_combine, ts
 from ..estimators.ti import TI_RULES, ti, ti_rb
-from ..model.target import count_evaluations
-from ..execution.executors import Task
+from ..execution.executors import Task, local_runner
+from ..runners.pooling import CHAIN_BLOCKS, chunk_rows, merge_traces
+from ..runners.row_streams import RowStreams
 from .schedule import setup_schedule
-from ..runners.pooling import merge_traces, split
 from ..runners.tempering_sweep import adapt_log_zhat, run_tempering
 from ..runners.wang_landau import run_wang_landau
 
@@ -61,21 +62,21 @@ def _initial_guess(init, tuned, betas):
     return guess - guess[0]
 
 
-def _long_run_chunked(chunks, target, context, n_chains, n_chunks, rng, x, levels, method):
-    """The long run's chains in chunks of consecutive chains (their start states and levels with them), chunk
-    ``c`` on the ``c``-th stream spawned from ``rng``; the chunks' traces merged (None when none finished)."""
-    sizes = split(n_chains, n_chunks)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
+def _long_run(chunks, target, context, n_chains, n_chunks, rng, x, levels, method):
+    """The long run's chains in chunks of whole blocks of chains (:func:`pmz.runners.pooling.chunk_rows`), their
+    start states and levels with them, each chain on its own stream (:class:`~pmz.runners.row_streams.RowStreams`
+    of the whole run); the chunks' traces pooled in chain order."""
+    streams = RowStreams.spawn(rng, n_chains)
     tasks = []
-    for c, (m, stream) in enumerate(zip(sizes, rng.spawn(len(sizes)))):
-        part = slice(offsets[c], offsets[c + 1])
+    for c, (a, b) in enumerate(chunk_rows(n_chains, n_chunks, CHAIN_BLOCKS)):
         chunk = dict(
-            rng=stream,
-            n_chains=m,
-            start_x=None if x is None else x[part],
-            start_levels=None if levels is None else levels[part],
+            streams=streams,
+            n_chains=n_chains,
+            rows=(a, b),
+            start_x=None if x is None else x[a:b],
+            start_levels=None if levels is None else levels[a:b],
         )
-        tasks.append(Task(f"chains-{c:04d}", chunk, work=float(m)))
+        tasks.append(Task(f"chains-{c:04d}", chunk, work=float(b - a)))
     done = chunks.run(run_tempering, target, context, tasks, desc=method)
     traces = [done[t.key] for t in tasks if t.key in done]
     if not traces:
@@ -87,7 +88,6 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     """Run the pipeline of the module docstring and return the long run's TemperingTrace."""
     init = "wang_landau" if method == "wang_landau" else options.init
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
-    evals = count_evaluations(family)
     pilot_guess = isinstance(init, str) and init == "pilot"
     betas, params, tuning, tuned = setup_schedule(
         family, kernel, options, tune_rng, progressbar, need_pilot=pilot_guess
@@ -135,19 +135,11 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
         store_draws=options.store_draws or method == "mbar",
         desc=method,
     )
-    if chunks is None:
-        trace = run_tempering(
-            family, kernel, betas, params, rng=run_rng, start_x=x, start_levels=levels, progressbar=progressbar,
-            **long_run, **common,
-        )
-        logp_evals, grad_evals = evals.n_logp_evals, evals.n_grad_evals
-    else:
-        before = evals.n_logp_evals, evals.n_grad_evals  # the chunks count their own (here or on a worker)
-        n_chunks = chunks.count(options.n_chunks, options.n_chains)
-        context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=False, **long_run,
-                       level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp)
-        trace = _long_run_chunked(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
-        logp_evals, grad_evals = before[0] + trace.n_logp_evals, before[1] + trace.n_grad_evals
+    chunks = local_runner(progressbar) if chunks is None else chunks
+    n_chunks = chunks.count(options.n_chunks, options.n_chains)
+    context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=chunks.own_bar(n_chunks),
+                   **long_run, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp)
+    trace = _long_run(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
     tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
     stage_fields = {}
     if stages:
@@ -159,8 +151,6 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     return replace(
         trace,
         wang_landau=wang_landau,
-        n_logp_evals=logp_evals,
-        n_grad_evals=grad_evals,
         tuning=tuning,
         **stage_fields,
     )
@@ -190,14 +180,15 @@ def _with_others(estimate, trace, options):
         estimates[name] = (other.log_z, other.log_z_se)
     for name in ("ti", "ti_rb"):
         estimates[name] = estimates[f"{name}_{options.ti_rule}"]
-    extra = {}
+    diagnostics = estimate.diagnostics
     if trace.wang_landau:
         estimates["wang_landau"] = (float(trace.wang_landau["log_g"][-1] + trace.log_z0), np.nan)
-        extra["wang_landau_note"] = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
-    extra["estimates"] = {**estimate.diagnostics.get("estimates", {}), **estimates}
-    if "log_z_k" not in estimate.diagnostics:
-        extra["log_z_k"], extra["log_z_k_se"] = curve.diagnostics["log_z_k"], curve.diagnostics["log_z_k_se"]
-    return replace(estimate, diagnostics={**estimate.diagnostics, **extra})
+        note = "Wang-Landau's log g: an initialiser, too noisy for a final answer"
+        diagnostics = replace(diagnostics, wang_landau_note=note)
+    diagnostics = diagnostics.with_estimates(estimates)
+    if diagnostics.log_z_k is None:  # TI: the curve of RTS
+        diagnostics = replace(diagnostics, log_z_k=curve.diagnostics.log_z_k, log_z_k_se=curve.diagnostics.log_z_k_se)
+    return replace(estimate, diagnostics=diagnostics)
 
 
 TEMPERING_ESTIMATORS = {

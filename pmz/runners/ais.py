@@ -12,12 +12,11 @@ run the same kernels in the reverse order, for ``k = K..1``,
     log w_r -= (b_k - b_{k-1}) U(x),            then (k > 1)  x ~ T_{k-1}^n(x, .)
 
 so that ``E[w_r] = Z0 / Z1`` when the starts are exact draws of p1. The work ``W = -log w`` of both directions
-feeds the two-sided estimators (BAR, histogram, bounds). All paths of a chunk move together (one batched
-log-density call per kernel step); chunks bound memory. Random streams belong to fixed blocks of
-:data:`PATHS_PER_STREAM` paths, not to chunks: a chunk is a whole number of blocks, and every per-path random number
-(start draws, momenta, proposals, acceptance) of a block comes from its own stream, so ``chunk_size`` does not change
-a seeded result. (Kernels that also draw numbers shared by a whole batch, such as a random site order or raw bits,
-take them from one stream shared by all chunks; their results may change with ``chunk_size``.) The runner records;
+feeds the two-sided estimators (BAR, histogram, bounds). All paths of a batch move together (one batched
+log-density call per kernel step); ``chunk_size`` bounds a batch's memory. The random numbers of a path belong to
+the path, not to its batch or chunk (:mod:`pmz.runners.row_streams`: fixed blocks of paths, each with its own
+stream), so neither ``chunk_size`` nor the chunks of a run split over an executor (``rows=``) change a seeded result.
+The runner records;
 it never computes log Z (see ``pmz.estimators``).
 """
 
@@ -28,75 +27,19 @@ import numpy as np
 from ..kernels.base import Kernel
 from ..model.target import count_evaluations
 from ..records import WorkRecord
-from ..weights import logsumexp
 from ..progress import progress_bar
+from .pooling import PATH_BLOCKS, block_offsets, pool_work, segment_logsumexp
+from .row_streams import ROWS_PER_STREAM, RowStreams
 
-__all__ = ["run_ais", "PATHS_PER_STREAM", "BlockStreams"]
-
-PATHS_PER_STREAM = 128  # paths per random stream; chunks are whole numbers of such blocks
-
-
-class BlockStreams:
-    """A ``numpy.random.Generator`` look-alike for a batch made of consecutive blocks of paths, each block with
-    its own stream: a draw whose first dimension is the batch size is made block by block (block ``j``'s rows from
-    ``streams[j]``) and stacked, so a path's random numbers do not depend on which other blocks share its batch.
-    Draws of any other shape, and any other attribute, come from ``shared``.
-
-    Parameters
-    ----------
-    streams : sequence of numpy.random.Generator
-    sizes : sequence of int
-        Paths in each block.
-    shared : numpy.random.Generator, optional
-        Default: the first block's stream (a run of one block then uses one stream for everything).
-    """
-
-    def __init__(self, streams, sizes, shared=None):
-        self.streams = list(streams)
-        self.sizes = [int(m) for m in sizes]
-        self.n = sum(self.sizes)
-        self.shared = self.streams[0] if shared is None else shared
-
-    def _draw(self, method, size, *args, **kwargs):
-        shape = () if size is None else tuple(np.atleast_1d(size))
-        if not shape or shape[0] != self.n:
-            return getattr(self.shared, method)(*args, size=size, **kwargs)
-        if len(self.streams) == 1:
-            return getattr(self.streams[0], method)(*args, size=size, **kwargs)
-        parts = [getattr(g, method)(*args, size=(m, *shape[1:]), **kwargs) for g, m in zip(self.streams, self.sizes)]
-        return np.concatenate(parts)
-
-    def standard_normal(self, size=None):
-        return self._draw("standard_normal", size)
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        return self._draw("normal", size, loc, scale)
-
-    def uniform(self, low=0.0, high=1.0, size=None):
-        return self._draw("uniform", size, low, high)
-
-    def random(self, size=None):
-        return self._draw("random", size)
-
-    def integers(self, low, high=None, size=None):
-        return self._draw("integers", size, low, high)
-
-    def choice(self, a, size=None, replace=True, p=None):
-        return self._draw("choice", size, a, replace=replace, p=p)
-
-    def chisquare(self, df, size=None):
-        return self._draw("chisquare", size, df)
-
-    def __getattr__(self, name):
-        return getattr(self.shared, name)
+__all__ = ["run_ais"]
 
 
-def _blocks(n_paths: int, chunk_size: int | None):
-    """``(chunks, block_sizes)``: each chunk a list of block indices; ``chunk_size`` rounded up to whole blocks."""
-    sizes = [min(PATHS_PER_STREAM, n_paths - start) for start in range(0, n_paths, PATHS_PER_STREAM)]
-    per_chunk = max(1, int(np.ceil(int(chunk_size or min(n_paths, 4096)) / PATHS_PER_STREAM)))
-    chunks = [list(range(j, min(j + per_chunk, len(sizes)))) for j in range(0, len(sizes), per_chunk)]
-    return chunks, sizes
+def _batches(start: int, stop: int, chunk_size: int | None) -> list[tuple[int, int]]:
+    """The batches of the rows ``start .. stop - 1`` moved together: whole blocks of streams (a partial block at either
+    end), ``chunk_size`` paths rounded up to whole blocks (default: up to 4096 paths)."""
+    per_batch = max(1, int(np.ceil(int(chunk_size or min(stop - start, 4096)) / ROWS_PER_STREAM))) * ROWS_PER_STREAM
+    edges = [start] + list(range((start // per_batch + 1) * per_batch, stop, per_batch)) + [stop]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def run_ais(
@@ -107,7 +50,9 @@ def run_ais(
     *,
     n_paths: int,
     n_steps_per_temp: int = 1,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
+    streams: RowStreams | None = None,
+    rows: tuple[int, int] | None = None,
     chunk_size: int | None = None,
     keep_particles: bool = True,
     progressbar: bool = True,
@@ -116,7 +61,8 @@ def run_ais(
     starts=None,
     start_info: dict | None = None,
 ) -> WorkRecord:
-    """Run ``n_paths`` AIS paths over ``schedule`` with frozen per-temperature ``params``.
+    """Run AIS paths over ``schedule`` with frozen per-temperature ``params``: all ``n_paths`` paths, or the paths
+    ``rows`` of a run of ``n_paths`` (one chunk of it).
 
     Parameters
     ----------
@@ -125,21 +71,27 @@ def run_ais(
     schedule : array (K + 1,)
     params : sequence of KernelParams, length K + 1 (``params[k]`` is used at ``b_k``)
     n_paths : int
+        Paths of the whole run.
     n_steps_per_temp : int
-    rng : numpy.random.Generator
-        Spawned into one stream per block of :data:`PATHS_PER_STREAM` paths (and, with several blocks, one shared
-        stream).
+    rng : numpy.random.Generator, optional
+        The run's stream: the paths' streams are :meth:`RowStreams.spawn(rng, n_paths)
+        <pmz.runners.row_streams.RowStreams.spawn>`. Give ``rng`` or ``streams``.
+    streams : RowStreams, optional
+        The run's row streams (a chunk of a run gets those of the whole run).
+    rows : (int, int), optional
+        The paths ``start .. stop - 1`` to run (default: all); the record holds those paths only.
     chunk_size : int, optional
-        Paths moved together (default: all, up to 4096), rounded up to a multiple of :data:`PATHS_PER_STREAM`.
-        A memory bound: it does not change a seeded result.
+        Paths moved together (default: all, up to 4096), rounded up to a multiple of
+        :data:`~pmz.runners.row_streams.ROWS_PER_STREAM`. A memory bound: it does not change a seeded result.
     keep_particles : bool
         Keep the final positions (weighted draws from the target) in the record.
     progressbar : bool
     tuning : dict, optional
         Description of how ``params`` were obtained, stored in the record.
     direction : {"forward", "reverse"}
-    starts : array (n_paths, dim), optional
-        Start states. Required for ``"reverse"`` (draws of p1); forward runs draw exact starts from f0.
+    starts : array (stop - start, dim), optional
+        Start states of the paths run. Required for ``"reverse"`` (draws of p1); forward runs draw exact starts
+        from f0.
     start_info : dict, optional
         How the starts were obtained (e.g. ``{"reverse_start": "nuts"}``), stored in the record's ``tuning``.
     """
@@ -149,10 +101,15 @@ def run_ais(
         raise ValueError(f"need one KernelParams per temperature ({K + 1}), got {len(params)}")
     if direction not in ("forward", "reverse"):
         raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
+    if (rng is None) == (streams is None):
+        raise ValueError("pmz: run_ais needs rng= (the run's stream) or streams= (its row streams), not both")
+    streams = RowStreams.spawn(rng, n_paths) if streams is None else streams
+    first, stop = (0, int(n_paths)) if rows is None else (int(rows[0]), int(rows[1]))
+    m_paths = stop - first
     if starts is not None:
         starts = np.asarray(starts, dtype=float)
-        if starts.ndim != 2 or starts.shape != (n_paths, family.dim):
-            raise ValueError(f"starts must have shape ({n_paths}, {family.dim}), got {starts.shape}")
+        if starts.ndim != 2 or starts.shape != (m_paths, family.dim):
+            raise ValueError(f"starts must have shape ({m_paths}, {family.dim}), got {starts.shape}")
     elif direction == "reverse":
         raise ValueError("a reverse run needs starts: draws of the target p1 (e.g. posterior draws)")
     # (increment index k, sign, temperature index to move at afterwards or None), in the order they happen
@@ -160,62 +117,63 @@ def run_ais(
         steps = [(k, 1.0, k if k < K else None) for k in range(1, K + 1)]
     else:
         steps = [(k, -1.0, k - 1 if k > 1 else None) for k in range(K, 0, -1)]
-    chunks, sizes = _blocks(n_paths, chunk_size)
-    streams = rng.spawn(len(sizes))
-    shared = rng.spawn(1)[0] if len(sizes) > 1 else None  # one block: its stream does everything
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    offsets = block_offsets(n_paths, PATH_BLOCKS)
+    if first not in offsets or stop not in offsets:
+        raise ValueError(f"pmz: rows {first}..{stop} are not whole blocks of work of a run of {n_paths} paths")
+    offsets = offsets[(offsets >= first) & (offsets <= stop)]  # this run's blocks
+    batches = _batches(first, stop, chunk_size)
     evals = count_evaluations(family)
 
-    log_w = np.empty(n_paths)
-    final_x = np.empty((n_paths, family.dim)) if keep_particles else None
-    accept_sum = np.zeros(K + 1)
-    # running logsumexp of w and w^2 over all paths at each temperature, for the on-the-fly ESS
-    lse_w = np.full(K + 1, -np.inf)
-    lse_w2 = np.full(K + 1, -np.inf)
+    log_w = np.empty(m_paths)
+    final_x = np.empty((m_paths, family.dim)) if keep_particles else None
+    n_blocks = offsets.size - 1
+    # per block of work: running logsumexp of w and w^2 at each temperature (the on-the-fly ESS) and the summed
+    # acceptance, kept per block so that the pooled values do not depend on how the blocks were grouped
+    accept_sum = np.zeros((n_blocks, K + 1))
+    lse_w = np.full((n_blocks, K + 1), -np.inf)
+    lse_w2 = np.full((n_blocks, K + 1), -np.inf)
     desc = "AIS" if direction == "forward" else "reverse AIS"
-    with progress_bar(total=K * len(chunks), desc=desc, disable=not progressbar) as bar:
-        for blocks in chunks:
-            start, stop = int(offsets[blocks[0]]), int(offsets[blocks[-1] + 1])
-            m = stop - start
-            stream = BlockStreams([streams[j] for j in blocks], [sizes[j] for j in blocks], shared)
-            if starts is None:
-                x0 = np.concatenate([family.sample_start(streams[j], sizes[j]) for j in blocks])
-            else:
-                x0 = starts[start:stop]
+    with progress_bar(total=K * len(batches), desc=desc, disable=not progressbar) as bar:
+        for start, end in batches:
+            m = end - start
+            here = slice(start - first, end - first)
+            stream = streams.generator(start, end)
+            x0 = stream.rows(family.sample_start) if starts is None else starts[here]
             state = kernel.init_state(family, x0)
+            # the pieces of blocks in this batch: where each begins (in the batch) and which block it is
+            cuts = np.union1d([start], offsets[(offsets > start) & (offsets < end)]) - start
+            block = np.searchsorted(offsets, cuts + start, side="right") - 1
             lw = np.zeros(m)
-            lse_w[0] = np.logaddexp(lse_w[0], np.log(m))
-            lse_w2[0] = np.logaddexp(lse_w2[0], np.log(m))
+            lse_w[block, 0] = np.logaddexp(lse_w[block, 0], np.log(np.diff(np.append(cuts, m))))
+            lse_w2[block, 0] = lse_w[block, 0]
             for i, (k, sign, move_at) in enumerate(steps, start=1):
                 lw = lw + sign * (schedule[k] - schedule[k - 1]) * state.parts.U
                 lw = np.where(np.isnan(lw), -np.inf, lw)
-                lse_w[i] = np.logaddexp(lse_w[i], logsumexp(lw))
-                lse_w2[i] = np.logaddexp(lse_w2[i], logsumexp(2 * lw))
+                lse_w[block, i] = np.logaddexp(lse_w[block, i], segment_logsumexp(lw, cuts))
+                lse_w2[block, i] = np.logaddexp(lse_w2[block, i], segment_logsumexp(2 * lw, cuts))
                 if move_at is not None:
                     for _ in range(n_steps_per_temp):
                         state, info = kernel.step(stream, state, family, schedule[move_at], params[move_at])
-                        accept_sum[move_at] += np.sum(info.acceptance)
+                        accept_sum[block, move_at] += np.add.reduceat(np.asarray(info.acceptance, float), cuts)
                 bar.update(1)
-            log_w[start:stop] = lw
+            log_w[here] = lw
             if keep_particles:
-                final_x[start:stop] = state.x
+                final_x[here] = state.x
 
-    acceptance = accept_sum / (n_paths * n_steps_per_temp)
-    acceptance[0] = acceptance[K] = np.nan
-    return WorkRecord(
+    record = WorkRecord(
         log_weights=log_w,
         schedule=schedule,
         direction=direction,
         log_z0=float(family.log_z0),
         n_steps_per_temp=int(n_steps_per_temp),
         kernel=kernel.name,
-        acceptance=acceptance,
         step_size=np.array([p.step_size for p in params]),
-        ess_path=np.exp(2 * lse_w - lse_w2),
         final_x=final_x,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
         tuning={**(tuning or {}), **(start_info or {})},
-        log_sum_w=lse_w,
-        log_sum_w2=lse_w2,
+        block_log_sum_w=lse_w,
+        block_log_sum_w2=lse_w2,
+        block_accept_sum=accept_sum,
     )
+    return pool_work(record)

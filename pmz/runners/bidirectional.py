@@ -1,8 +1,10 @@
-"""Forward and reverse annealing over one schedule with one set of frozen kernels (Habeck 2017).
+"""Where the reverse paths of two-way annealing start (Habeck 2017).
 
 The forward run starts at exact draws of f0; the reverse run starts at draws of p1 and visits the same
 kernels in the reverse order (see :mod:`pmz.runners.ais`). Both share schedule and kernel parameters, so their
-work values are the input of the two-sided estimators (BAR, histogram, cumulants, stochastic bounds).
+work values are the input of the two-sided estimators (BAR, histogram, cumulants, stochastic bounds). The
+composition of the two runs is :func:`pmz.methods.annealing.anneal_both_ways`; this module makes the reverse
+starts.
 
 Reverse starts (``reverse_start``; in ``pmz.evidence`` the user's draws come as ``posterior=``):
 
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..records import BidirectionalRecord
-from .ais import run_ais
 from .starts import (
     DRAW_KINDS,
     check_draws,
@@ -39,7 +39,7 @@ from .starts import (
     resampled_starts,
 )
 
-__all__ = ["run_bidirectional", "reverse_start_states", "starts_need_forward", "REVERSE_STARTS"]
+__all__ = ["reverse_start_states", "starts_need_forward", "REVERSE_STARTS"]
 
 REVERSE_STARTS = ("auto", "hmc", "nuts", "resample")
 
@@ -132,53 +132,3 @@ def _flat_starts(array, dim: int, n: int | None) -> np.ndarray:
             f"is row {int(np.argmax(bad))}); drop them"
         )
     return X if n is None else _thin(X, n)
-
-
-def run_bidirectional(
-    family,
-    kernel,
-    schedule,
-    params,
-    *,
-    target,
-    n_forward: int,
-    n_reverse: int,
-    reverse_start="auto",
-    rng: np.random.Generator,
-    n_steps_per_temp: int = 1,
-    chunk_size: int | None = None,
-    keep_particles: bool = True,
-    progressbar: bool = True,
-    tuning: dict | None = None,
-    nuts_tune: int = 1000,
-    reverse_burn: int = 0,
-) -> BidirectionalRecord:
-    """Run ``n_forward`` forward and ``n_reverse`` reverse paths; return both records.
-
-    ``nuts_tune``: tuning steps of the NUTS run (``reverse_start="nuts"``); ``reverse_burn``: kernel steps at
-    beta = 1 applied to resampled starts (``reverse_start="resample"``).
-    """
-    forward_rng, start_rng, reverse_rng = rng.spawn(3)
-    common = dict(n_steps_per_temp=n_steps_per_temp, chunk_size=chunk_size, progressbar=progressbar, tuning=tuning)
-    keep_forward = keep_particles or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
-    forward = run_ais(
-        family, kernel, schedule, params, n_paths=n_forward, rng=forward_rng, keep_particles=keep_forward, **common
-    )
-    starts, label, start_info = reverse_start_states(
-        reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, nuts_tune,
-        reverse_burn,
-    )
-    reverse = run_ais(
-        family,
-        kernel,
-        schedule,
-        params,
-        n_paths=starts.shape[0],
-        rng=reverse_rng,
-        keep_particles=False,
-        direction="reverse",
-        starts=starts,
-        start_info=start_info,
-        **common,
-    )
-    return BidirectionalRecord(forward, reverse, reverse_start=label)

@@ -15,8 +15,8 @@ Each pair has
 
 One step (:func:`cast_step`) moves all slow and all fast chains with ONE call of the kernel (a batch of ``2 n``
 particles: the slow chains sit at the top level and their level draw is discarded), draws the fast chains' levels
-from ``q(k | x) ∝ r_k exp(b_k U(x) - theta_k)`` (:func:`pmz.runners.tempering_sweep.tempering_sweep`), updates the shared
-Wang-Landau weights, and remembers each fast chain's most recent state at ``beta = 1``. Every ``swap_interval``
+from ``q(k | x) ∝ r_k exp(b_k U(x) - theta_k)`` (:func:`pmz.runners.tempering_sweep.tempering_sweep`), updates the
+shared Wang-Landau weights, and remembers each fast chain's most recent state at ``beta = 1``. Every ``swap_interval``
 steps the pairs swap:
 
 * ``swap="last"`` (the paper's rule): each slow chain takes its fast partner's most recent ``beta = 1`` state, if
@@ -151,7 +151,8 @@ def cast_init(
     start_levels=None,
 ) -> CASTState:
     """Start ``n_pairs`` pairs: slow chains at exact draws of f0 (or ``start_x``), fast chains from
-    :func:`pmz.runners.tempering_sweep.tempering_init` (f0 draws or ``start_fast_x``; uniform levels or ``start_levels``),
+    :func:`pmz.runners.tempering_sweep.tempering_init` (f0 draws or ``start_fast_x``; uniform levels or
+    ``start_levels``),
     Wang-Landau weights ``log_g`` (default zeros) with ``gamma = wl_gamma0``."""
     betas = np.asarray(betas, dtype=float)
     x0 = family.sample_start(rng, n_pairs) if start_x is None else np.asarray(start_x, dtype=float)

@@ -31,7 +31,23 @@ import numpy as np
 from ..records import SMCRecord, TemperingTrace, WorkRecord
 from ..weights import logsumexp
 
-__all__ = ["split", "merge_work", "merge_traces", "merge_smc", "SMC_COLUMNS"]
+__all__ = [
+    "split",
+    "block_offsets",
+    "chunk_rows",
+    "PATH_BLOCKS",
+    "CHAIN_BLOCKS",
+    "pool_work",
+    "pool_trace",
+    "merge_work",
+    "merge_traces",
+    "merge_smc",
+    "SMC_COLUMNS",
+]
+
+PATH_BLOCKS = 64  # blocks of work of an annealing run (and so at most 64 chunks)
+CHAIN_BLOCKS = 8  # blocks of work of a tempering run: each keeps its own batch sums (B x K per statistic)
+TRACE_SUMS = ("q", "qU", "qU2", "counts", "U", "U2", "inf", "q_inf")  # the order of TemperingTrace.block_sums
 
 SMC_COLUMNS = (
     "log_increment",
@@ -60,6 +76,75 @@ def split(n: int, n_chunks: int) -> list[int]:
     return [base + (c < extra) for c in range(n_chunks)]
 
 
+def block_offsets(n_rows: int, max_blocks: int) -> np.ndarray:
+    """The fixed blocks of work of a run of ``n_rows`` rows (paths, chains): ``min(n_rows, max_blocks)`` consecutive
+    blocks as equal as possible, as offsets ``0 = o_0 < o_1 < ... < o_G = n_rows``. They depend on ``n_rows`` only;
+    a chunk is a run of whole blocks, and the run's sums are kept per block and added in block order, so the pooled
+    record is the same bits for any chunking."""
+    n_rows = int(n_rows)
+    return np.concatenate([[0], np.cumsum(split(n_rows, min(n_rows, int(max_blocks))))]).astype(int)
+
+
+def chunk_rows(n_rows: int, n_chunks: int, max_blocks: int) -> list[tuple[int, int]]:
+    """The rows ``(start, stop)`` of ``n_chunks`` chunks of whole blocks (:func:`block_offsets`), as equal as
+    possible; a clear error when there are fewer blocks than chunks."""
+    offsets = block_offsets(n_rows, max_blocks)
+    n_blocks = offsets.size - 1
+    if not 1 <= int(n_chunks) <= n_blocks:
+        raise ValueError(
+            f"pmz: cannot split {n_rows} paths or chains into {n_chunks} chunks of whole blocks of work "
+            f"(n_chunks <= {n_blocks})"
+        )
+    ends = np.concatenate([[0], np.cumsum(split(n_blocks, n_chunks))])
+    return [(int(offsets[a]), int(offsets[b])) for a, b in zip(ends[:-1], ends[1:])]
+
+
+def _in_order(op, arrays):
+    """``op`` folded over ``arrays`` from the first: the same order however the blocks were grouped."""
+    return reduce(op, list(arrays))
+
+
+def segment_logsumexp(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``log sum exp`` of ``x`` over the segments that begin at the indices ``starts`` (and run to the next)."""
+    m = np.maximum.reduceat(x, starts)
+    shift = np.where(np.isfinite(m), m, 0.0)
+    lengths = np.diff(np.append(starts, x.size))
+    with np.errstate(divide="ignore"):
+        return np.log(np.add.reduceat(np.exp(x - np.repeat(shift, lengths)), starts)) + shift
+
+
+def pool_work(record: WorkRecord) -> WorkRecord:
+    """``record`` with its pooled ``ess_path`` and ``acceptance`` made from its blocks' sums, in block order
+    (``ess = exp(2 log sum w - log sum w^2)``; acceptance = accepted moves / (paths x steps))."""
+    lse_w = _in_order(np.logaddexp, record.block_log_sum_w)
+    lse_w2 = _in_order(np.logaddexp, record.block_log_sum_w2)
+    acceptance = _in_order(np.add, record.block_accept_sum) / (record.n_paths * record.n_steps_per_temp)
+    acceptance[0] = acceptance[-1] = np.nan
+    return replace(record, ess_path=np.exp(2 * lse_w - lse_w2), acceptance=acceptance)
+
+
+def pool_trace(trace: TemperingTrace) -> TemperingTrace:
+    """``trace`` with its batch sums, acceptance and level acceptance made from its blocks' sums, in block order."""
+    sums = {name: _in_order(np.add, trace.block_sums[i]) for i, name in enumerate(TRACE_SUMS)}
+    accept_sum = _in_order(np.add, trace.block_accept[0])
+    accept_n = _in_order(np.add, trace.block_accept[1])
+    with np.errstate(invalid="ignore"):
+        acceptance = accept_sum / accept_n
+    return replace(
+        trace,
+        batch_q=sums["q"],
+        batch_qU=sums["qU"],
+        batch_qU2=sums["qU2"],
+        batch_counts=sums["counts"],
+        batch_U=sums["U"],
+        batch_U2=sums["U2"],
+        batch_inf=sums["inf"],
+        batch_q_inf=sums["q_inf"],
+        acceptance=acceptance,
+        level_acceptance=float(np.sum(trace.block_level_accepted)) / max(trace.n_sweeps * trace.n_chains, 1),
+    )
+
+
 def _sum(arrays):
     """Elementwise sum, in order (the same order whatever ran where)."""
     return reduce(np.add, arrays)
@@ -71,29 +156,21 @@ def _concat(arrays):
 
 def merge_work(records: list[WorkRecord], *, tuning: dict | None = None) -> WorkRecord:
     """One WorkRecord of the paths of ``records`` (runs of disjoint paths over one schedule with one set of frozen
-    kernels, in chunk order). ``tuning``: the description to keep (default the first record's)."""
+    kernels, in chunk order): weights and blocks joined, the pooled statistics made from the blocks
+    (:func:`pool_work`). ``tuning``: the description to keep (default the first record's)."""
     first = records[0]
-    n = np.array([r.n_paths for r in records], dtype=float)
-    acceptance = None
-    if first.acceptance is not None:
-        acceptance = _sum([r.acceptance * m for r, m in zip(records, n)]) / n.sum()
-    ess_path = log_sum_w = log_sum_w2 = None
-    if all(r.log_sum_w is not None for r in records):
-        log_sum_w = reduce(np.logaddexp, [r.log_sum_w for r in records])
-        log_sum_w2 = reduce(np.logaddexp, [r.log_sum_w2 for r in records])
-        ess_path = np.exp(2 * log_sum_w - log_sum_w2)
-    return replace(
+    joined = replace(
         first,
         log_weights=np.concatenate([r.log_weights for r in records]),
-        acceptance=acceptance,
-        ess_path=ess_path,
         final_x=_concat([r.final_x for r in records]),
         n_logp_evals=sum(r.n_logp_evals for r in records),
         n_grad_evals=sum(r.n_grad_evals for r in records),
         tuning=dict(first.tuning if tuning is None else tuning),
-        log_sum_w=log_sum_w,
-        log_sum_w2=log_sum_w2,
+        block_log_sum_w=np.concatenate([r.block_log_sum_w for r in records]),
+        block_log_sum_w2=np.concatenate([r.block_log_sum_w2 for r in records]),
+        block_accept_sum=np.concatenate([r.block_accept_sum for r in records]),
     )
+    return pool_work(joined)
 
 
 def _draws(traces, name):
@@ -107,34 +184,21 @@ def _draws(traces, name):
 
 def merge_traces(traces: list[TemperingTrace], *, n_traces: int = 5) -> TemperingTrace:
     """One TemperingTrace of the chains of ``traces`` (runs of disjoint chains over one ladder with the same frozen
-    ``log_zhat``, sweeps and batches, in chunk order): batch sums added, samples and final states joined, the
-    acceptance weighted by visits, the level trajectories of the first ``n_traces`` chains."""
+    ``log_zhat``, sweeps and batches, in chunk order): blocks and samples joined, the batch sums, acceptance and
+    level acceptance made from the blocks (:func:`pool_trace`), the level trajectories of the first ``n_traces``
+    chains."""
     first = traces[0]
     for t in traces[1:]:
         if t.n_sweeps != first.n_sweeps or t.batch_q.shape != first.batch_q.shape:
             raise ValueError("pmz: tempering chunks must share their sweeps and batches")
         if not np.array_equal(t.log_zhat, first.log_zhat) or not np.array_equal(t.betas, first.betas):
             raise ValueError("pmz: tempering chunks must share the ladder and the frozen log Zhat")
-    batch = {
-        name: _sum([getattr(t, name) for t in traces])
-        for name in ("batch_q", "batch_qU", "batch_qU2", "batch_counts", "batch_U", "batch_U2", "batch_size")
-    }
-    for name in ("batch_inf", "batch_q_inf"):
-        values = [getattr(t, name) for t in traces]
-        batch[name] = None if any(v is None for v in values) else _sum(values)
-    visits = [np.sum(t.batch_counts, axis=0) for t in traces]
-    accepted = _sum([np.where(v > 0, np.nan_to_num(t.acceptance) * v, 0.0) for t, v in zip(traces, visits)])
-    with np.errstate(invalid="ignore"):
-        acceptance = accepted / _sum(visits)
-    samples = np.array([t.n_sweeps * t.n_chains for t in traces], dtype=float)
     level_traces = None
     if all(t.level_traces is not None for t in traces):
         level_traces = np.concatenate([t.level_traces for t in traces], axis=1)[:, :n_traces]
-    return replace(
+    joined = replace(
         first,
-        **batch,
-        acceptance=acceptance,
-        level_acceptance=float(sum(t.level_acceptance * m for t, m in zip(traces, samples)) / samples.sum()),
+        batch_size=_in_order(np.add, [t.batch_size for t in traces]),
         level_traces=level_traces,
         n_chains=int(sum(t.n_chains for t in traces)),
         draws_U=_draws(traces, "draws_U"),
@@ -144,7 +208,11 @@ def merge_traces(traces: list[TemperingTrace], *, n_traces: int = 5) -> Temperin
         final_log_q=_concat([t.final_log_q for t in traces]),
         n_logp_evals=sum(t.n_logp_evals for t in traces),
         n_grad_evals=sum(t.n_grad_evals for t in traces),
+        block_sums=np.concatenate([t.block_sums for t in traces], axis=1),
+        block_accept=np.concatenate([t.block_accept for t in traces], axis=1),
+        block_level_accepted=np.concatenate([t.block_level_accepted for t in traces]),
     )
+    return pool_trace(joined)
 
 
 def merge_smc(records: list[SMCRecord]) -> SMCRecord:

@@ -70,14 +70,10 @@ def run_smc(
     n_runs = int(n_runs)
     if n_runs < 1:
         raise ValueError(f"pmz: need n_runs >= 1, got {n_runs}")
-    span = float(sequence.t_end - sequence.t_start)
-    desc = "ARM" if settings.algorithm != "rm" else "SMC"
-    with progress_bar(
-        total=n_runs * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
-    ) as bar:
-        record = smc_runs(
-            sequence, rng.spawn(n_runs), settings, keep_particles=keep_particles, bar=bar, max_stages=max_stages
-        )
+    record = smc_runs(
+        sequence, rng.spawn(n_runs), settings, keep_particles=keep_particles, progressbar=progressbar,
+        max_stages=max_stages,
+    )
     return merge_smc([record])
 
 
@@ -147,14 +143,6 @@ def smc_settings(
     )
 
 
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def set_postfix_str(self, text, refresh=True):
-        pass
-
-
 def smc_runs(
     sequence,
     streams,
@@ -162,7 +150,7 @@ def smc_runs(
     *,
     first_run: int = 0,
     keep_particles: bool = True,
-    bar=None,
+    progressbar: bool = False,
     max_stages: int = 100_000,
 ) -> SMCRecord:
     """The runs of ``streams`` (one ``numpy.random.Generator`` each), numbered from ``first_run``: an SMCRecord
@@ -173,14 +161,18 @@ def smc_runs(
     give them, so the pooled record is the same bits however the runs were grouped.
     """
     evals = count_evaluations(sequence)
-    bar = _NoBar() if bar is None else bar
     streams = list(streams)
     rows, finals = [], []
-    for i, stream in enumerate(streams):
-        run = int(first_run) + i
-        bar.set_postfix_str(f"run {i + 1}/{len(streams)}", refresh=False)
-        state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
-        finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
+    span = float(sequence.t_end - sequence.t_start)
+    desc = "ARM" if settings.algorithm != "rm" else "SMC"
+    with progress_bar(
+        total=len(streams) * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
+    ) as bar:
+        for i, stream in enumerate(streams):
+            run = int(first_run) + i
+            bar.set_postfix_str(f"run {i + 1}/{len(streams)}", refresh=False)
+            state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
+            finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
     final_x = final_log_w = None
     if keep_particles:
         final_x = np.concatenate([x for x, _ in finals])

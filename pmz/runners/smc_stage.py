@@ -24,8 +24,8 @@ The stage from position ``t`` to ``t'`` (docs/methods.md, section 10):
    accumulated weights falls below ``resample_threshold * R_n``;
 6. **augment**: the components ``p_{t'}`` adds are drawn from their exact conditional.
 
-``log Z_{t'} = log Z_t + log(sum_r Wbar_r W_r)``. :func:`pmz.runners.resample_move.run_smc` drives stages over a sequence;
-the tuning pilot (:mod:`pmz.runners.pilot`) is an SMC run over a schedule with the same stage.
+``log Z_{t'} = log Z_t + log(sum_r Wbar_r W_r)``. :func:`pmz.runners.resample_move.run_smc` drives stages over a
+sequence; the tuning pilot (:mod:`pmz.runners.pilot`) is an SMC run over a schedule with the same stage.
 """
 
 from __future__ import annotations

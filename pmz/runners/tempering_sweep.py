@@ -33,6 +33,8 @@ from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import TemperingTrace
 from .level_weights import rts_update
+from .pooling import CHAIN_BLOCKS, TRACE_SUMS, block_offsets, pool_trace
+from .row_streams import RowStreams
 from .levels import level_log_probs, move_levels
 
 __all__ = [
@@ -141,20 +143,31 @@ def tempering_init(rng, family, kernel: Kernel, betas, n_chains: int, *, start_x
     return TemperingState(particles, start_outside_support_at_zero(levels, particles.parts.U, betas))
 
 
-def _add_sample(sums, b, U, info: TemperingInfo, K: int):
-    """Add a sweep's Rao-Blackwellised and visited-level statistics to batch ``b`` of the trace's sums."""
+def _add_sample(sums, b, U, info: TemperingInfo, K: int, cuts: np.ndarray):
+    """Add a sweep's Rao-Blackwellised and visited-level statistics to batch ``b`` of each block's sums (``sums``:
+    (8, G, B, K) in the order of :data:`pmz.runners.pooling.TRACE_SUMS`; block ``g`` holds the chains from
+    ``cuts[g]`` to the next cut)."""
     q = np.exp(info.log_q)
-    moved_at = info.moved_at
+    G = cuts.size
+    block = np.repeat(np.arange(G), np.diff(np.append(cuts, U.size)))
+    moved_at = block * K + info.moved_at  # (block, level) as one index
     finite = np.isfinite(U)
     U_finite = np.where(finite, U, 0.0)  # q(k | x) = 0 wherever U is not finite and b_k > 0
-    sums["q"][b] += q.sum(axis=0)
-    sums["q_inf"][b] += q[~finite].sum(axis=0)
-    sums["inf"][b] += np.bincount(moved_at[~finite], minlength=K)
-    sums["qU"][b] += U_finite @ q
-    sums["qU2"][b] += U_finite**2 @ q
-    sums["counts"][b] += np.bincount(moved_at, minlength=K)
-    sums["U"][b] += np.bincount(moved_at, weights=U_finite, minlength=K)
-    sums["U2"][b] += np.bincount(moved_at, weights=U_finite**2, minlength=K)
+
+    def per_block(values):  # (n_chains, K) -> (G, K): each block's column sums
+        return np.add.reduceat(values, cuts, axis=0)
+
+    def per_level(weights=None):  # sums over each block's chains by the level they moved at -> (G, K)
+        return np.bincount(moved_at, weights=weights, minlength=G * K).reshape(G, K)
+
+    sums[0, :, b] += per_block(q)
+    sums[1, :, b] += per_block(U_finite[:, None] * q)
+    sums[2, :, b] += per_block(U_finite[:, None] ** 2 * q)
+    sums[3, :, b] += per_level()
+    sums[4, :, b] += per_level(U_finite)
+    sums[5, :, b] += per_level(U_finite**2)
+    sums[6, :, b] += per_level(np.where(finite, 0.0, 1.0))
+    sums[7, :, b] += per_block(np.where(finite[:, None], 0.0, q))
 
 
 def run_tempering(
@@ -164,9 +177,11 @@ def run_tempering(
     params,
     *,
     log_zhat,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     n_chains: int,
     n_sweeps: int,
+    streams: RowStreams | None = None,
+    rows: tuple[int, int] | None = None,
     log_prior=None,
     level_move: str = "gibbs",
     n_steps_per_temp: int = 1,
@@ -192,16 +207,24 @@ def run_tempering(
         Frozen kernel parameters of each level.
     log_zhat : array (K,)
         Guesses of ``log Z_k`` (relative to level 0).
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator, optional
+        The run's stream: the chains' streams are :meth:`RowStreams.spawn(rng, n_chains)
+        <pmz.runners.row_streams.RowStreams.spawn>`. Give ``rng`` or ``streams``.
     n_chains, n_sweeps : int
+        ``n_chains``: the chains of the whole run.
+    streams : RowStreams, optional
+        The run's row streams (a chunk of a run gets those of the whole run).
+    rows : (int, int), optional
+        The chains ``start .. stop - 1`` to run (default: all; whole blocks of work,
+        :func:`pmz.runners.pooling.block_offsets`); the trace holds those chains only.
     log_prior : array (K,), optional
         ``log r_k``; default uniform.
     level_move : {"gibbs", "metropolis"}
     n_steps_per_temp : int
         Kernel steps on x per sweep.
-    start_x : array (n_chains, dim), optional
+    start_x : array (stop - start, dim), optional
         Default: exact draws of f0.
-    start_levels : array (n_chains,), optional
+    start_levels : array (stop - start,), optional
         Default: uniform random levels.
     n_batches : int
         The sums are kept per batch of consecutive sweeps (at most ``n_sweeps`` batches: one per sweep for runs
@@ -217,57 +240,66 @@ def run_tempering(
         raise ValueError(f"need one KernelParams per level ({K}), got {len(params)}")
     log_zhat = np.asarray(log_zhat, dtype=float)
     log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    if (rng is None) == (streams is None):
+        raise ValueError("pmz: run_tempering needs rng= (the run's stream) or streams= (its row streams), not both")
+    streams = RowStreams.spawn(rng, n_chains) if streams is None else streams
+    first, stop = (0, int(n_chains)) if rows is None else (int(rows[0]), int(rows[1]))
+    offsets = block_offsets(n_chains, CHAIN_BLOCKS)
+    if first not in offsets or stop not in offsets:
+        raise ValueError(f"pmz: chains {first}..{stop} are not whole blocks of work of a run of {n_chains} chains")
+    cuts = offsets[(offsets >= first) & (offsets < stop)] - first  # where this run's blocks begin
+    n_run = stop - first
+    stream = streams.generator(first, stop)
     evals = count_evaluations(family)
-    state = tempering_init(rng, family, kernel, betas, n_chains, start_x=start_x, start_levels=start_levels)
+    if start_x is None:  # each chain's exact draw of f0 from its own stream
+        start_x = stream.rows(family.sample_start)
+    state = tempering_init(stream, family, kernel, betas, n_run, start_x=start_x, start_levels=start_levels)
 
     B = max(1, min(int(n_batches), int(n_sweeps)))
-    sums = {name: np.zeros((B, K)) for name in ("q", "qU", "qU2", "counts", "U", "U2", "inf", "q_inf")}
+    G = cuts.size
+    sums = np.zeros((len(TRACE_SUMS), G, B, K))
+    block_accept = np.zeros((2, G, K))  # acceptance sums and moves per block and level
+    level_accepted = np.zeros(G, dtype=int)
+    block = np.repeat(np.arange(G), np.diff(np.append(cuts, n_run)))
     batch_size = np.zeros(B, dtype=int)
-    n_traces = min(int(n_traces), n_chains)
+    n_traces = min(int(n_traces), n_run)
     level_traces = np.empty((n_sweeps, n_traces), dtype=int)
-    accept_sum, accept_n = np.zeros(K), np.zeros(K)
-    level_accepted = 0
-    draws_U = np.empty((n_sweeps, n_chains)) if store_draws else None
-    draws_level = np.empty((n_sweeps, n_chains), dtype=int) if store_draws else None
+    draws_U = np.empty((n_sweeps, n_run)) if store_draws else None
+    draws_level = np.empty((n_sweeps, n_run), dtype=int) if store_draws else None
     log_q = None
     with progress_bar(total=n_sweeps, desc=desc, disable=not progressbar) as bar:
         for t in range(n_sweeps):
             state, info = tempering_sweep(
-                rng, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
+                stream, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
                 log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
             )
             b = t * B // n_sweeps
-            _add_sample(sums, b, state.particles.parts.U, info, K)
-            batch_size[b] += n_chains
-            accept_sum += np.bincount(info.moved_at, weights=info.acceptance, minlength=K)
-            accept_n += np.bincount(info.moved_at, minlength=K)
-            level_accepted += int(np.sum(info.level_accepted))
+            _add_sample(sums, b, state.particles.parts.U, info, K, cuts)
+            batch_size[b] += n_run
+            at = block * K + info.moved_at
+            block_accept[0] += np.bincount(at, weights=info.acceptance, minlength=G * K).reshape(G, K)
+            block_accept[1] += np.bincount(at, minlength=G * K).reshape(G, K)
+            level_accepted += np.add.reduceat(np.asarray(info.level_accepted, dtype=int), cuts)
             level_traces[t] = state.levels[:n_traces]
             if store_draws:
                 draws_U[t], draws_level[t] = state.particles.parts.U, info.moved_at
             log_q = info.log_q
             bar.update(1)
 
-    with np.errstate(invalid="ignore"):
-        acceptance = accept_sum / accept_n
-    return TemperingTrace(
+    trace = TemperingTrace(
         betas=betas,
         log_zhat=log_zhat,
         log_prior=log_prior,
-        batch_q=sums["q"],
-        batch_qU=sums["qU"],
-        batch_qU2=sums["qU2"],
-        batch_counts=sums["counts"],
-        batch_U=sums["U"],
-        batch_U2=sums["U2"],
+        batch_q=sums[0].sum(axis=0),  # placeholders: pool_trace adds the blocks in order
+        batch_qU=sums[1].sum(axis=0),
+        batch_qU2=sums[2].sum(axis=0),
+        batch_counts=sums[3].sum(axis=0),
+        batch_U=sums[4].sum(axis=0),
+        batch_U2=sums[5].sum(axis=0),
         batch_size=batch_size,
-        batch_inf=sums["inf"],
-        batch_q_inf=sums["q_inf"],
         log_z0=float(family.log_z0),
         level_traces=level_traces,
-        acceptance=acceptance,
-        level_acceptance=level_accepted / max(n_sweeps * n_chains, 1),
-        n_chains=int(n_chains),
+        n_chains=int(n_run),
         n_sweeps=int(n_sweeps),
         n_steps_per_temp=int(n_steps_per_temp),
         level_move=level_move,
@@ -280,7 +312,11 @@ def run_tempering(
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
         tuning=dict(tuning or {}),
+        block_sums=sums,
+        block_accept=block_accept,
+        block_level_accepted=level_accepted,
     )
+    return pool_trace(trace)
 
 
 def adapt_log_zhat(
@@ -290,9 +326,11 @@ def adapt_log_zhat(
     params,
     *,
     log_zhat,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     n_chains: int,
     n_sweeps: int,
+    streams: RowStreams | None = None,
+    rows: tuple[int, int] | None = None,
     max_iterations: int = 10,
     tol: float = 0.1,
     log_prior=None,

@@ -11,8 +11,8 @@ so ``Z_N = p(y)``. The incremental weight from ``m`` to ``m'`` is ``W(x) = exp(s
 The next ``m'`` is ``m + obs_per_stage``, or (``obs_per_stage="adaptive"``) the largest ``m'`` whose conditional
 ESS stays above ``cess_target``, from the terms of all remaining observations at the current particles (one
 batched call). Moves are the model's batched kernel on ``f_m`` (a family view with the weights of the included
-terms, :class:`~pmz.families.partial_likelihood.PartialLikelihood`; the compiled likelihood evaluates all terms and weights them,
-so a move costs a full log density).
+terms, :class:`~pmz.families.partial_likelihood.PartialLikelihood`; the compiled likelihood evaluates all terms and
+weights them, so a move costs a full log density).
 """
 
 from __future__ import annotations

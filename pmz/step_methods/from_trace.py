@@ -35,6 +35,7 @@ those at ``level == K - 1``; draws far below beta = 1 get weights near zero.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -42,12 +43,14 @@ import xarray as xr
 
 from ..estimators.rts import rts_from_draws
 from ..inference_data import get_group, is_inference_data
-from ..records import EvidenceEstimate
+from ..reliability import assess
+from ..results import EvidenceResult, issue_warnings, make_result
 from ..weights import ess, logsumexp
 
 __all__ = ["tempered_evidence", "tempered_weights"]
 
 _STATS = ("rb_probs", "log_zhat", "log_prior")
+N_BATCHES_PER_CHAIN = 10  # the jackknife's default batches per chain
 
 
 def _tempering_stats(idata):
@@ -77,8 +80,11 @@ def _tempering_stats(idata):
     return out, stats
 
 
-def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstimate:
+def tempered_evidence(idata, *, n_batches_per_chain: int = N_BATCHES_PER_CHAIN) -> EvidenceResult:
     """RTS estimate of log Z (log p(y)) from a tempering trace (see module docstring).
+
+    The estimate goes through the same reliability checks as ``pmz.evidence``'s (:func:`pmz.reliability.assess`),
+    and its warnings are issued as ``UserWarning`` and kept in the result.
 
     Parameters
     ----------
@@ -91,10 +97,22 @@ def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstima
 
     Returns
     -------
-    EvidenceEstimate
-        ``log_z``, ``log_z_se`` and diagnostics: ``log_z_k`` (the whole curve), ``log_z_k_se``, ``c_hat`` (pooled
-        level marginal), ``prior``, ``max_gap = max_k |r_k - c_k|``, ``n_chains``, ``n_draws``.
+    EvidenceResult
+        The result type of ``pmz.evidence`` (groups ``posterior`` and ``evidence``): ``.log_z``, ``.log_z_se``,
+        ``.method`` (``"rts"``), ``.reliable``, ``.reliability_reason``, ``.warnings`` and ``.diagnostics``:
+        ``log_z_k`` (the whole curve), ``log_z_k_se``, ``c_hat`` (pooled level marginal), ``prior``,
+        ``max_gap = max_k |r_k - c_k|``, ``n_chains``, ``n_draws``, ``n_groups``. ``.run_attrs`` holds the settings:
+        ``options`` (``n_batches_per_chain``), ``estimator``, ``n_levels``, ``n_chains``, ``n_draws`` and
+        ``wall_time``.
     """
+    result = _rts_result(idata, n_batches_per_chain)
+    issue_warnings(result.warnings, stacklevel=2)
+    return result
+
+
+def _rts_result(idata, n_batches_per_chain) -> EvidenceResult:
+    """:func:`tempered_evidence` without issuing its warnings (they are in the result)."""
+    t0 = time.perf_counter()
     stats, _ = _tempering_stats(idata)
     n_chains, n_draws, K = stats["rb_probs"].shape
     B = int(n_batches_per_chain)
@@ -107,7 +125,7 @@ def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstima
     est = rts_from_draws(
         stats["rb_probs"].reshape(-1, K), stats["log_zhat"].reshape(-1, K), log_prior, groups, log_z0=0.0
     )
-    gap = float(np.max(np.abs(np.exp(log_prior) - est.diagnostics["c_hat"])))
+    gap = float(np.max(np.abs(np.exp(log_prior) - est.diagnostics.c_hat)))
     warnings = list(est.warnings)
     if gap > 0.5 / K:
         warnings.append(
@@ -115,22 +133,33 @@ def tempered_evidence(idata, *, n_batches_per_chain: int = 10) -> EvidenceEstima
             f"(max |r_k - c_k| = {gap:.3g}): some "
             "levels were rarely visited; tune longer or give better log_zhat guesses"
         )
-    diagnostics = dict(est.diagnostics, max_gap=gap, n_chains=int(n_chains), n_draws=int(n_draws))
-    return replace(est, diagnostics=diagnostics, warnings=warnings)
+    diagnostics = replace(est.diagnostics, max_gap=gap, n_chains=int(n_chains), n_draws=int(n_draws))
+    estimate = assess(replace(est, diagnostics=diagnostics, warnings=warnings))
+    attrs = {
+        "options": {"n_batches_per_chain": B},
+        "estimator": "rts_from_draws",
+        "n_levels": int(K),
+        "n_chains": int(n_chains),
+        "n_draws": int(n_draws),
+        "wall_time": time.perf_counter() - t0,
+    }
+    return make_result(estimate, attrs=attrs)
 
 
-def tempered_weights(idata, *, estimate: EvidenceEstimate | None = None) -> xr.DataArray:
+def tempered_weights(idata, *, estimate: EvidenceResult | None = None) -> xr.DataArray:
     """Self-normalised importance weights ``(chain, draw)`` of all draws for the beta = 1 posterior.
 
     ``E_post[h] ≈ sum_i w_i h(x_i)``; see the module docstring for the formula. ``estimate`` is the result of
-    :func:`tempered_evidence` on the same trace (computed when not given). The Kish effective sample size
+    :func:`tempered_evidence` on the same trace (computed, without issuing its warnings, when not given). The Kish
+    effective sample size
     ``(sum w)^2 / sum w^2`` is in ``attrs["ess_kish"]``; it ignores autocorrelation, so for a Monte Carlo error of a
     weighted mean use the ESS of the series ``N w_i (h_i - mean)`` (e.g. ``arviz.mcse(..., method="mean")``).
     """
     stats, sample_stats = _tempering_stats(idata)
     if estimate is None:
-        estimate = tempered_evidence(idata)
-    z = np.asarray(estimate.diagnostics["log_z_k"], dtype=float) - estimate.diagnostics["log_z_k"][0]
+        estimate = _rts_result(idata, N_BATCHES_PER_CHAIN)
+    curve = estimate.diagnostics["log_z_k"]  # EvidenceResult.diagnostics: the result's evidence group, a dict
+    z = np.asarray(curve, dtype=float) - curve[0]
     log_prior = stats["log_prior"]
     log_zhat = stats["log_zhat"]
     with np.errstate(divide="ignore"):

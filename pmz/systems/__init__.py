@@ -7,8 +7,9 @@
 * the Gaussian toy of Habeck (2017) with exact forward and reverse work;
 * for simulated tempering: a two-Gaussian mixture energy model in R^dim with exact log Z
   (``gaussian_mixture``) and a 2-D PyMC mixture model with two exchangeable posterior modes and log p(y) by
-  quadrature (``bimodal_posterior``);
-* for CAST: the 2-node +-1 MRF of its Figure 2 with exact log Z along the tempering path (``two_node_mrf``);
+  quadrature (``bimodal_posterior``; ``mode_label`` says which mode a draw is in);
+* for CAST: the 2-node +-1 MRF of its Figure 2 with exact log Z along the tempering path (``two_node_mrf``;
+  ``partition_of`` says which of its two partitions a state is in);
 * a 50-dimensional hierarchical normal model with known variances and exact log evidence
   (``hierarchical_normal``);
 * probit GP classification on two digit classes of scikit-learn's digits (``gp_classification``,
@@ -16,7 +17,7 @@
 * a deep Boltzmann machine with two hidden layers (``dbm_tiny``, ``random_dbm``): exact log Z by enumeration.
 """
 
-from .bimodal import bimodal_posterior
+from .bimodal import bimodal_posterior, mode_label
 from ..boltzmann.dbm import dbm_tiny, random_dbm
 from .conjugate import (
     ALL_SYSTEMS,
@@ -35,7 +36,7 @@ from ..boltzmann.ising import ising
 from .mixture import gaussian_mixture
 from ..boltzmann.potts import potts
 from ..boltzmann.rbm import random_rbm, rbm_digits
-from .two_node import two_node_mrf
+from .two_node import partition_of, two_node_mrf
 
 __all__ = [
     "ising",
@@ -46,7 +47,9 @@ __all__ = [
     "random_dbm",
     "gaussian_mixture",
     "bimodal_posterior",
+    "mode_label",
     "two_node_mrf",
+    "partition_of",
     "gaussian_toy_works",
     "GAUSSIAN_TOY_LOG_Z",
     "KnownTruth",

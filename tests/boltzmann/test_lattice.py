@@ -393,5 +393,5 @@ def test_ais_ising_32x32_neq_benchmark():
     nats absorb that bias. Over 10 seeds the error was at most a third of the bound (z between -2.0 and +0.4)."""
     system = ising(32, 1.0, kernel="metropolis")
     est = ais_estimate(system, n_temps=3000, n_paths=300, seed=7)
-    assert est.diagnostics["ess"] > 2
+    assert est.diagnostics.ess > 2
     assert abs(est.log_z - system.log_z) < 4 * est.log_z_se + 0.5

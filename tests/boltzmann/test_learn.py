@@ -1,8 +1,8 @@
 """pmz.boltzmann.learn: learning RBMs and DBMs by PCD / SAP, Fast PCD and CAST, measured with EXACT log-likelihoods.
 
-The data are noisy copies of three 8-pixel prototypes (the RBM test of tests/boltzmann/test_rbm.py): an independent-pixel
-model is far from them, so every method must raise the exact average log-likelihood (enumeration of 2^4 hidden
-states, or of a tiny DBM) well above the initial model's. Everything runs from fixed seeds; nothing is timed.
+The data are noisy copies of three 8-pixel prototypes (the RBM test of tests/boltzmann/test_rbm.py): an
+independent-pixel model is far from them, so every method must raise the exact average log-likelihood (enumeration of
+2^4 hidden states, or of a tiny DBM) well above the initial model's. Everything runs from fixed seeds; nothing is timed.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def test_bad_calls_name_the_problem(data):
 
 def _reference_train_rbm(data, n_hidden, method, k, n_epochs, batch_size, n_chains, seed, learning_rate=0.05,
                          momentum=0.9, momentum_warmup=5, weight_decay=1e-4, init_scale=0.01):
-    """pmz.boltzmann.rbm_training.train_rbm's own loop before it ran on pmz.boltzmann.learn (commit bdbad41), written out: ONE
+    """pmz.boltzmann.rbm_training.train_rbm's own loop before it ran on pmz.boltzmann.learn (commit bdbad41), written
+    out: ONE
     Generator for the initial weights, the chain starts, the data order and the chains; the monitor has its own."""
     sigmoid = lambda x: 0.5 * (1.0 + np.tanh(0.5 * x))  # noqa: E731
 
@@ -218,9 +219,10 @@ def _reference_train_rbm(data, n_hidden, method, k, n_epochs, batch_size, n_chai
 
 
 def test_rbm_training_keeps_its_bits():
-    """pmz.boltzmann.rbm_training.train_rbm runs on pmz.boltzmann.learn's loop and must give the bits of its own loop from before
-    the refactor (which trained the shipped digits RBMs): compared with that loop, written out above, in the same
-    process (same numpy, so the same random streams whatever the release), for 3 epochs of CD-1, PCD-1 and CD-3 on
+    """pmz.boltzmann.rbm_training.train_rbm runs on pmz.boltzmann.learn's loop and must give the bits of its own loop
+    from before the refactor (which trained the shipped digits RBMs): compared with that loop, written out above, in
+    the same process (same numpy, so the same random streams whatever the release), for 3 epochs of CD-1, PCD-1 and
+    CD-3 on
     400 digits. A changed order of draws moves the weights by ~1e-3; BLAS rounding by far less than the tolerance."""
     train, _ = digits_split()
     for method, k in (("cd", 1), ("pcd", 1), ("cd", 3)):
@@ -262,7 +264,8 @@ def test_example_learn_dbm_small():
 
 
 def test_docs_list_every_option():
-    """docs/learning.md's options table is LearningOptions' own (regenerate it with pmz.boltzmann.learn.learning_options.options_table)."""
+    """docs/learning.md's options table is LearningOptions' own (regenerate it with
+    pmz.boltzmann.learn.learning_options.options_table)."""
     from pathlib import Path
 
     from pmz.boltzmann.learn.learning_options import options_table

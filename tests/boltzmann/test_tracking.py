@@ -1,4 +1,5 @@
-"""pmz.boltzmann.learn.tracking: log Z tracked by warm-started RTS while a small RBM learns, checked against enumeration.
+"""pmz.boltzmann.learn.tracking: log Z tracked by warm-started RTS while a small RBM learns, checked against
+enumeration.
 
 Every comparison with an exact log Z is a 4-se bound (plus 0.01) with a cap on the se: it fails with probability
 about 6e-5 per checkpoint if the batch-means se is right. ``reliable`` asks for mixing diagnostics that these
@@ -197,8 +198,9 @@ def test_example_small():
 
 
 def test_tracks_fit_rbm_and_fit_dbm_through_on_update():
-    """``tracker.on_update`` is the callback of pmz.boltzmann.learn's trainers: a checkpoint at every call, labelled by update,
-    and each tracked log Z agrees with enumeration of the parameters at that update (three 4-se bounds, about 2e-4
+    """``tracker.on_update`` is the callback of pmz.boltzmann.learn's trainers: a checkpoint at every call, labelled
+    by update, and each tracked log Z agrees with enumeration of the parameters at that update (three 4-se bounds,
+    about 2e-4
     together, with the se capped)."""
     from pmz.boltzmann.learn import fit_dbm, fit_rbm
 

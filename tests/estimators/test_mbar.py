@@ -167,9 +167,9 @@ def test_mbar_estimate_target_and_reference():
     C = sol.log_z_cov
     assert est.log_z_se == pytest.approx(np.sqrt(C[3, 3] + C[1, 1] - 2 * C[3, 1]), rel=1e-10)
     d = est.diagnostics
-    assert d["converged"] and d["n_iter"] == sol.n_iter
-    np.testing.assert_allclose(d["log_z_k"], sol.log_z - sol.log_z[1], atol=1e-12)
-    assert d["log_z_k_se"][1] == 0.0 and d["log_z_k_se"][3] == pytest.approx(est.log_z_se)
+    assert d.converged and d.n_iter == sol.n_iter
+    np.testing.assert_allclose(d.log_z_k, sol.log_z - sol.log_z[1], atol=1e-12)
+    assert d.log_z_k_se[1] == 0.0 and d.log_z_k_se[3] == pytest.approx(est.log_z_se)
     default = mbar(log_f, n_k)
     assert default.log_z == pytest.approx(sol.log_z[-1]) and default.log_z_se == pytest.approx(sol.log_z_se[-1])
 
@@ -177,7 +177,7 @@ def test_mbar_estimate_target_and_reference():
 def test_mbar_warns_when_not_converged():
     log_f, n_k, _ = harmonic(15)
     est = mbar(log_f, n_k, max_iter=2)
-    assert not est.diagnostics["converged"]
+    assert not est.diagnostics.converged
     assert len(est.warnings) == 1 and "did not converge" in est.warnings[0]
 
 

@@ -87,7 +87,7 @@ def test_toy_forward_ais_bar_histogram(toy):
     ais = jarzynski(f, n_bootstrap=0)
     assert np.isfinite(ais.log_z_se) and ais.log_z_se > 0
     assert ais.log_z < TRUTH + 4 * ais.log_z_se, (ais.log_z, ais.log_z_se)
-    assert ais.diagnostics["mean_log_w"] < TRUTH
+    assert ais.diagnostics.mean_log_w < TRUTH
     for est in (bar(f, r, n_bootstrap=0), histogram(f, r)):
         assert_z(est)
     post = histogram_posterior(f, r, n_draws=1000, rng=np.random.default_rng(1))
@@ -102,10 +102,10 @@ def test_toy_bounds_bracket_truth(toy):
     f, r = toy
     est = stochastic_bounds(f, r)
     d = est.diagnostics
-    assert d["lower"] < TRUTH < d["upper"]
-    assert d["gap"] == pytest.approx(d["upper"] - d["lower"]) and d["gap"] > 0
-    assert est.log_z == pytest.approx((d["lower"] + d["upper"]) / 2)
-    assert est.log_z_se >= d["gap"] / 2
+    assert d.lower < TRUTH < d.upper
+    assert d.gap == pytest.approx(d.upper - d.lower) and d.gap > 0
+    assert est.log_z == pytest.approx((d.lower + d.upper) / 2)
+    assert est.log_z_se >= d.gap / 2
     assert est.warnings == []
 
 
@@ -117,13 +117,14 @@ def test_toy_raise_and_cumulants_near_equilibrium(toy_slow_switching):
     f, r = toy_slow_switching
     assert_z(raise_estimate(r, n_bootstrap=0), z_max=4.5)
     est = cumulant(f, n_bootstrap=0)
-    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_forward"]), z_max=4.5)
+    assert_z(est, tol=abs(est.diagnostics.forward_moments.third_cumulant_term), z_max=4.5)
     est = cumulant(reverse=r, n_bootstrap=0)
-    assert_z(est, tol=abs(est.diagnostics["third_cumulant_term_reverse"]), z_max=4.5)
+    assert_z(est, tol=abs(est.diagnostics.reverse_moments.third_cumulant_term), z_max=4.5)
     est = cumulant(f, r, n_bootstrap=0)
     d = est.diagnostics
     assert est.method == "cumulant_combined"
-    assert_z(est, tol=(abs(d["third_cumulant_term_forward"]) + abs(d["third_cumulant_term_reverse"])) / 2, z_max=4.5)
+    third_terms = abs(d.forward_moments.third_cumulant_term) + abs(d.reverse_moments.third_cumulant_term)
+    assert_z(est, tol=third_terms / 2, z_max=4.5)
 
 
 def test_toy_far_from_equilibrium_failure_modes():
@@ -174,7 +175,7 @@ def test_gaussian_work_cumulants_exact_in_expectation():
     for est in (cumulant(f, n_bootstrap=0), cumulant(reverse=r, n_bootstrap=0), cumulant(f, r), bar(f, r)):
         assert_z(est, truth=-1.3)
     est = cumulant(f, r, rng=np.random.default_rng(0), n_bootstrap=400)
-    assert est.diagnostics["se_bootstrap"] == pytest.approx(est.log_z_se, rel=0.15)
+    assert est.diagnostics.se_bootstrap == pytest.approx(est.log_z_se, rel=0.15)
 
 
 def test_log_z0_is_added():
@@ -255,7 +256,7 @@ def test_bar_n_eff_r_matches_deduplicated_sample():
     naive = bar_log_z(-work_f, rep)
     assert naive[1] < ref[1]  # ignoring the correlation understates the error
     f, r = records(work_f, -rep)
-    assert bar(f, r, n_bootstrap=0, n_eff_r=80).diagnostics["n_eff_reverse"] == 80
+    assert bar(f, r, n_bootstrap=0, n_eff_r=80).diagnostics.n_eff_reverse == 80
     with pytest.raises(ValueError, match="n_eff_r"):
         bar_log_z(-work_f, rep, n_eff_r=1000)
 
@@ -269,14 +270,14 @@ def test_bar_bootstrap_and_diagnostics(toy):
     f, r = toy
     est = bar(f, r, rng=np.random.default_rng(2), n_bootstrap=100)
     d = est.diagnostics
-    assert est.method == "bar" and est.log_z_se == d["se_bennett"]
-    assert d["se_bootstrap"] == pytest.approx(est.log_z_se, rel=0.5 if f.n_paths < 1000 else 0.3)
-    assert d["lower"] < est.log_z < d["upper"]
-    assert d["jarzynski_forward"] == pytest.approx(jarzynski(f, n_bootstrap=0).log_z, abs=1e-12)
-    assert d["jarzynski_reverse"] == pytest.approx(raise_estimate(r, n_bootstrap=0).log_z, abs=1e-12)
-    assert 0.05 < d["overlap"] < 0.5 and est.warnings == []
-    assert d["se_ml"] == pytest.approx(d["se_bennett"], rel=0.2)
-    assert d["bootstrap_log_z"].shape == (100,)
+    assert est.method == "bar" and est.log_z_se == d.se_bennett
+    assert d.se_bootstrap == pytest.approx(est.log_z_se, rel=0.5 if f.n_paths < 1000 else 0.3)
+    assert d.lower < est.log_z < d.upper
+    assert d.jarzynski_forward == pytest.approx(jarzynski(f, n_bootstrap=0).log_z, abs=1e-12)
+    assert d.jarzynski_reverse == pytest.approx(raise_estimate(r, n_bootstrap=0).log_z, abs=1e-12)
+    assert 0.05 < d.overlap < 0.5 and est.warnings == []
+    assert d.se_ml == pytest.approx(d.se_bennett, rel=0.2)
+    assert d.bootstrap_log_z.shape == (100,)
     var = bar_variances(f.log_weights, r.log_weights, est.log_z)
     assert np.sqrt(var["bennett"]) == pytest.approx(est.log_z_se)
 
@@ -285,7 +286,7 @@ def test_bar_poor_overlap_warns():
     """Forward and negated reverse works 20 nats apart with sd 0.5: no overlap for any seed."""
     f, r = records(np.random.default_rng(0).normal(10.0, 0.5, 100), np.random.default_rng(1).normal(10.0, 0.5, 100))
     est = bar(f, r, n_bootstrap=0)
-    assert est.diagnostics["overlap"] < 0.03
+    assert est.diagnostics.overlap < 0.03
     assert any("not to be trusted" in w for w in est.warnings)
     post = histogram_posterior(f, r, n_draws=100)
     assert any("too narrow" in w for w in post.warnings)
@@ -302,11 +303,11 @@ def test_histogram_posterior_matches_bar():
     ref = bar(f, r, n_bootstrap=0)
     post = histogram_posterior(f, r, n_draws=3000, n_burn=200, rng=np.random.default_rng(14))
     assert post.method == "histogram"
-    assert post.diagnostics["estimates"]["ml"][0] == pytest.approx(ref.log_z, abs=1e-6)
+    assert post.diagnostics.estimates["ml"][0] == pytest.approx(ref.log_z, abs=1e-6)
     assert abs(post.log_z - ref.log_z) < 0.2 * ref.log_z_se
     assert post.log_z_se == pytest.approx(ref.log_z_se, rel=0.2)
-    assert post.diagnostics["ess_draws"] > 300
-    assert post.diagnostics["dos_posterior_mean"].sum() == pytest.approx(1.0)
+    assert post.diagnostics.ess_draws > 300
+    assert post.diagnostics.dos_posterior_mean.sum() == pytest.approx(1.0)
 
 
 def test_histogram_gibbs_is_reproducible_and_prior_checked():

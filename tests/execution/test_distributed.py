@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import pmz
+import pmz.registry
 from pmz.execution.checkpoints import dataset_record, record_dataset
 from pmz.records import SMCRecord, TemperingTrace, WorkRecord
 from pmz.runners.pooling import merge_smc, merge_traces, merge_work, split
@@ -197,6 +198,42 @@ def test_merged_smc_renumbers_the_runs_it_has(local):
 # --------------------------------------------------------------------------
 # the same bits on any executor
 # --------------------------------------------------------------------------
+
+
+CHUNKABLE = sorted(name for name, spec in pmz.registry.METHODS.items() if spec.chunked)
+SMALL = {  # every method that takes an executor, small: the kind of run decides the options
+    "annealing": dict(n_paths=64, n_temps=20),
+    "tempering": dict(n_chains=16, n_sweeps=40, n_temps=6, n_initial=1, initial_sweeps=10, wl_sweeps=20),
+    "smc": dict(n_particles=100, n_runs=3),
+}
+
+
+def _kind(method):
+    if method in ("smc", "arm"):
+        return "smc"
+    return "tempering" if method in ("rts", "ts", "ti", "ti_rb", "mbar", "wang_landau") else "annealing"
+
+
+@pytest.mark.parametrize("method", CHUNKABLE)
+def test_same_bits_for_any_chunking_and_executor(system, method):
+    """One run path: the call without chunks, with 2 and 3 chunks, and on a 2-thread pool (8 chunks by default)
+    gives the same bits (random numbers belong to the paths, chains or runs; sums are pooled by fixed blocks)."""
+    common = dict(method=method, random_seed=SEED, progressbar=False, **SMALL[_kind(method)])
+    whole = pmz.evidence(system.model, **common)
+    for n_chunks in (2, 3):
+        assert_same_bits(pmz.evidence(system.model, n_chunks=n_chunks, **common), whole)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        threaded = pmz.evidence(system.model, executor=pool, chunk_timeout=TIMEOUT, **common)
+    assert_same_bits(threaded, whole)
+    assert threaded.run_attrs["chunks_total"] > 2
+
+
+@pytest.mark.parametrize("method", sorted(RUNS))
+def test_no_chunks_is_the_chunked_run(local, system, method):
+    """The reference runs of this module (``n_chunks`` chunks here) are the bits of the call without chunks."""
+    options = {k: v for k, v in RUNS[method].items() if k != "n_chunks"}
+    assert_same_bits(pmz.evidence(system.model, method=method, random_seed=SEED, progressbar=False, **options),
+                     local[method])
 
 
 @pytest.mark.parametrize("method", sorted(RUNS))

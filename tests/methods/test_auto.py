@@ -14,6 +14,7 @@ from pmz.sample_diagnostics import pareto_khat, split_rhat
 from pmz.methods.auto import AutoRecord, estimate_auto
 from pmz.runners.posterior_hmc import sample_posterior
 from pmz.model.pymc import CompiledModel
+from pmz.estimate_diagnostics import WorkDiagnostics
 from pmz.records import EvidenceEstimate
 from pmz.systems import conjugate, hierarchical
 
@@ -173,13 +174,14 @@ def test_discrete_model_takes_the_tempered_route():
 
 def test_disagreement_warning_and_se_growth():
     """Two estimates 10 combined se apart: warning, and the se covers half the difference."""
-    a = EvidenceEstimate(log_z=-10.0, log_z_se=0.01, method="bar", diagnostics={"overlap": 0.9, "pareto_khat": 0.1})
-    b = EvidenceEstimate(log_z=-9.8, log_z_se=0.01, method="bar", diagnostics={"overlap": 0.9, "pareto_khat": 0.1})
+    good = WorkDiagnostics(overlap=0.9, pareto_khat=0.1)
+    a = EvidenceEstimate(log_z=-10.0, log_z_se=0.01, method="bar", diagnostics=good)
+    b = EvidenceEstimate(log_z=-9.8, log_z_se=0.01, method="bar", diagnostics=good)
     record = AutoRecord(route="bridge", reason="test", estimates={"bridge_a": a, "bridge_b": b})
     est = estimate_auto(record, {}, np.random.default_rng(0))
     assert any("disagree" in w for w in est.warnings)
     assert est.log_z_se >= 0.1 - 1e-12
-    assert est.diagnostics["disagreement_z"] > 10
+    assert est.diagnostics.disagreement_z > 10
 
 
 def test_vague_gamma_prior_starts():

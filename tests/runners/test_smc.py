@@ -114,16 +114,16 @@ def test_estimator_formulas_and_the_disagreement_warning():
     log_z_runs = np.array([1.0, 1.05, 0.9, 1.02])
     assert est.log_z == pytest.approx(np.log(np.mean(np.exp(log_z_runs))))
     share = np.exp(log_z_runs) / np.exp(log_z_runs).sum()
-    assert est.diagnostics["se_ideal"] == pytest.approx(np.sqrt(np.sum(share**2 * 0.02)))
+    assert est.diagnostics.se_ideal == pytest.approx(np.sqrt(np.sum(share**2 * 0.02)))
     t_factor = stats.t.ppf(0.975, 3) / stats.norm.ppf(0.975)  # Student-t interval of 4 runs
-    assert est.diagnostics["se_between"] == pytest.approx(t_factor * np.std(log_z_runs, ddof=1) / 2)
-    assert est.log_z_se == pytest.approx(max(est.diagnostics["se_ideal"], est.diagnostics["se_between"]))
+    assert est.diagnostics.se_between == pytest.approx(t_factor * np.std(log_z_runs, ddof=1) / 2)
+    assert est.log_z_se == pytest.approx(max(est.diagnostics.se_ideal, est.diagnostics.se_between))
     assert not est.warnings
     spread = _record([[0.0, 1.0], [2.0, 1.0], [-2.0, 1.0], [1.0, 1.0]], ess=50)
     est = smc_estimate(spread)
-    assert est.diagnostics["spread_p_value"] < 0.01
+    assert est.diagnostics.spread_p_value < 0.01
     assert any("spread more than" in w for w in est.warnings)
-    assert est.log_z_se == pytest.approx(est.diagnostics["se_between"])
+    assert est.log_z_se == pytest.approx(est.diagnostics.se_between)
 
 
 # ------------------------------------------------------------------------------------------------ known truths

@@ -120,7 +120,7 @@ def test_rts_curve_with_perfect_transitions(rng, level_move):
     truth = family.log_z(betas)
     tol = 0.02 if level_move == "gibbs" else 0.05
     for estimate in (rts(trace), ts(trace)) if level_move == "gibbs" else (rts(trace),):
-        curve, se = estimate.diagnostics["log_z_k"], estimate.diagnostics["log_z_k_se"]
+        curve, se = estimate.diagnostics.log_z_k, estimate.diagnostics.log_z_k_se
         assert np.all(np.abs(curve - truth) < 4 * se[:] + tol), estimate.method
         assert 0 < se[-1] < 0.1
     assert trace.acceptance[0] == 1.0 and trace.level_traces.shape == (400, 5)
@@ -162,7 +162,7 @@ def test_initial_iterations_reach_the_prior_over_levels(rng):
         progressbar=False,
     )
     combined = rts_combine(stages[1:] + [trace])
-    assert combined.diagnostics["converged"]
+    assert combined.diagnostics.converged
     assert abs(combined.log_z - family.log_z(1.0)) < 4 * combined.log_z_se + 0.02
     assert combined.log_z_se < 0.05
 

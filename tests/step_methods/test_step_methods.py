@@ -16,6 +16,7 @@ from pymc.step_methods.compound import Competence
 
 import pmz
 from pmz.step_methods import SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
+from pmz.inference_data import RESULT_BASE, build, get_group
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")  # pm.sample's INFO lines off (tests/conftest.py)
 
@@ -57,6 +58,25 @@ def test_rts_matches_exact_log_z(st_idata, system):
     assert est.diagnostics["n_chains"] == 2 and est.diagnostics["n_groups"] == 20
     assert est.diagnostics["max_gap"] < 0.5 / K  # tuned guesses: every level visited about 1/K of the time
     assert not est.warnings
+
+
+def test_tempered_evidence_returns_an_evidence_result(st_idata):
+    """The result type of pmz.evidence, with the run's settings; a level marginal far from the prior over levels
+    (the trace's q(k | x) mixed half and half with a point mass at level 0) gives a warning that is issued and kept.
+    """
+    est = tempered_evidence(st_idata)
+    assert isinstance(est, pmz.EvidenceResult) and est.method == "rts" and est.reliable
+    attrs = est.run_attrs
+    assert (attrs["n_levels"], attrs["n_chains"], attrs["n_draws"]) == (K, 2, 1000)
+    assert attrs["estimator"] == "rts_from_draws" and "n_batches_per_chain" in attrs["options"]
+    assert est.diagnostics["log_z_k"].shape == (K,)
+    stats = get_group(st_idata, "sample_stats")
+    point = xr.zeros_like(stats["rb_probs"])
+    point[..., 0] = 1.0
+    skewed = build(RESULT_BASE, {"sample_stats": stats.assign(rb_probs=0.5 * stats["rb_probs"] + 0.5 * point)})
+    with pytest.warns(UserWarning, match="level marginal is far from the prior"):
+        far = tempered_evidence(skewed)
+    assert any("level marginal" in w for w in far.warnings)
 
 
 def test_tempered_weights_give_the_exact_posterior_mean(st_idata, exact_posterior):

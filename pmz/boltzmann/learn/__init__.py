@@ -4,13 +4,14 @@ tracking their log-likelihood while they learn (docs/rts_tracking.md).
 * :func:`fit_rbm`, :func:`fit_dbm`: CD-k (RBMs), PCD / SAP (Tieleman 2008; Salakhutdinov 2010), Fast PCD (Tieleman
   & Hinton 2009) and CAST (Salakhutdinov 2010, on :mod:`pmz.runners.cast`), with the options of
   :class:`LearningOptions`; they return a :class:`LearningRun`.
-* The pieces, each written once: :mod:`~pmz.boltzmann.learn.gradients` (the data-minus-model moments of a bipartite machine),
-  :mod:`~pmz.boltzmann.learn.updates` (learning-rate schedules, momentum and weight decay, fast weights),
-  :mod:`~pmz.boltzmann.learn.negative` (the negative-phase samplers), :mod:`~pmz.boltzmann.learn.loop` (the minibatch loop).
-* :class:`LogZTracker` (:mod:`~pmz.boltzmann.learn.tracking`): log Z, and the train / validation log-likelihood, at training
-  checkpoints by RTS warm-started from the previous checkpoint (Carlson et al. 2016, section 4.4).
+* The pieces, each written once: :mod:`~pmz.boltzmann.learn.gradients` (the data-minus-model moments of a bipartite
+  machine), :mod:`~pmz.boltzmann.learn.updates` (learning-rate schedules, momentum and weight decay, fast weights),
+  :mod:`~pmz.boltzmann.learn.negative` (the negative-phase samplers), :mod:`~pmz.boltzmann.learn.loop` (the minibatch
+  loop).
+* :class:`LogZTracker` (:mod:`~pmz.boltzmann.learn.tracking`): log Z, and the train / validation log-likelihood, at
+  training checkpoints by RTS warm-started from the previous checkpoint (Carlson et al. 2016, section 4.4).
 
-``pmz.boltzmann.rbm_training.train_rbm`` (the trainer of the shipped digits RBMs) runs on this loop.
+:func:`pmz.boltzmann.train_rbm` (the trainer of the shipped digits RBMs) runs on this loop.
 """
 
 from .dbm_fit import bipartite_from_dbm, dbm_from_bipartite, fit_dbm

@@ -2,8 +2,8 @@
 
 Salakhutdinov & Hinton (2009) and Salakhutdinov (2010): the data-dependent moments come from the mean-field
 posterior ``q(h1, h2 | v) = Bern(mu1) Bern(mu2)`` (:meth:`pmz.boltzmann.dbm.DBM.mean_field`, ``n_mean_field`` fixed-
-point steps), the model moments from persistent chains (:mod:`pmz.boltzmann.learn.negative`). Each update therefore climbs
-the variational lower bound ``E_q[-E] + H(q) - log Z <= log p(v)``. In the bipartite view of
+point steps), the model moments from persistent chains (:mod:`pmz.boltzmann.learn.negative`). Each update therefore
+climbs the variational lower bound ``E_q[-E] + H(q) - log Z <= log p(v)``. In the bipartite view of
 :mod:`pmz.boltzmann.learn.gradients` (``x = (v, h2)``, ``h = h1``) the positive phase is ``X+ = (v, mu2)``, ``H+ = mu1``
 and everything else is the RBM's loop (:mod:`pmz.boltzmann.learn.loop`). Chains start at random training images with
 ``h2 = 0``; initial weights ``N(0, init_scale^2)``, ``a`` at the data logits, ``b1 = b2 = 0`` (no greedy

@@ -1,5 +1,6 @@
-"""The options of :func:`pmz.boltzmann.learn.fit_rbm` and :func:`pmz.boltzmann.learn.fit_dbm`: one frozen, keyword-only dataclass whose
-fields carry their default, one line of documentation and their check (:mod:`pmz.validate`), run on construction.
+"""The options of :func:`pmz.boltzmann.learn.fit_rbm` and :func:`pmz.boltzmann.learn.fit_dbm`: one frozen,
+keyword-only dataclass whose fields carry their default, one line of documentation and their check
+(:mod:`pmz.validate`), run on construction.
 
 >>> LearningOptions(method="cast").n_temps
 19

@@ -4,8 +4,8 @@ Per update ``t`` (``n_epochs`` passes over the shuffled data, ``N // batch_size`
 
 1. positive phase: ``(X+, H+) = positive_phase(params, v_batch)`` (RBM: ``(v, sigmoid(b + v W))``; DBM: mean field);
 2. negative phase: ``X- = sampler.sample(...)``, ``H- = sigmoid(b + X- W)``;
-3. ``grad = moments(X+, H+) - moments(X-, H-)`` (:mod:`pmz.boltzmann.learn.gradients`), then the momentum step with weight
-   decay at ``lr_t`` (:mod:`pmz.boltzmann.learn.updates`) and the sampler's own update (FPCD's fast weights);
+3. ``grad = moments(X+, H+) - moments(X-, H-)`` (:mod:`pmz.boltzmann.learn.gradients`), then the momentum step with
+   weight decay at ``lr_t`` (:mod:`pmz.boltzmann.learn.updates`) and the sampler's own update (FPCD's fast weights);
 4. every ``callback_every`` updates, ``callback(update, model)`` (its values are kept in the run).
 
 Randomness: three streams, one each for the initial weights and chain starts, the data order and the chains

@@ -1,10 +1,10 @@
 """Negative phases: the chains whose states estimate the model moments ``E_model[x h']`` of a bipartite machine.
 
 Each sampler has ``init(rng, params, X0) -> state``, ``sample(rng, state, params, X_data) -> (state, X)`` (model
-states ``X (n_chains, nx)`` for the current parameters ``params``, a :class:`~pmz.boltzmann.learn.gradients.Bipartite`) and
-``after_update(state, grad, lr) -> state``; ``diagnostics(state)`` summarises a run. The parameters change after
-every update; all samplers are NumPy, so the chains simply use the new parameters at their next step (nothing is
-compiled, nothing is cached across updates):
+states ``X (n_chains, nx)`` for the current parameters ``params``, a
+:class:`~pmz.boltzmann.learn.gradients.Bipartite`) and ``after_update(state, grad, lr) -> state``;
+``diagnostics(state)`` summarises a run. The parameters change after every update; all samplers are NumPy, so the
+chains simply use the new parameters at their next step (nothing is compiled, nothing is cached across updates):
 
 * :class:`ContrastiveDivergence` (CD-k; Hinton 2002): ``k`` block-Gibbs sweeps from the data batch itself;
 * :class:`PersistentGibbs` (PCD, Tieleman 2008 = SAP, Salakhutdinov 2010): ``k`` sweeps of persistent chains;

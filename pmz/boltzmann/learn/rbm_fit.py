@@ -1,9 +1,9 @@
 """Learning binary RBMs: CD-k, PCD, Fast PCD and CAST (:func:`fit_rbm`).
 
 The positive phase is exact, ``E[h | v] = sigmoid(b + v W)``; the negative phase is the sampler that
-``method`` names (:mod:`pmz.boltzmann.learn.negative`); the update is :mod:`pmz.boltzmann.learn.updates`' (see :mod:`pmz.boltzmann.learn.loop`).
-Initial weights ``N(0, init_scale^2)``, visible biases at the logits of the data marginals (clipped to
-``[1e-3, 1 - 1e-3]``), hidden biases 0; persistent chains start at random training vectors.
+``method`` names (:mod:`pmz.boltzmann.learn.negative`); the update is :mod:`pmz.boltzmann.learn.updates`' (see
+:mod:`pmz.boltzmann.learn.loop`). Initial weights ``N(0, init_scale^2)``, visible biases at the logits of the data
+marginals (clipped to ``[1e-3, 1 - 1e-3]``), hidden biases 0; persistent chains start at random training vectors.
 
 References: Hinton 2002 (CD); Tieleman, "Training restricted Boltzmann machines using approximations to the
 likelihood gradient", ICML 2008 (PCD); Tieleman & Hinton, "Using fast weights to improve persistent contrastive
@@ -21,7 +21,7 @@ from .loop import LearningRun, Streams, fit, initial_params
 from .negative import block_gibbs
 from .learning_options import LearningOptions, make_options
 
-__all__ = ["fit_rbm", "data_logits", "reconstruction_error"]
+__all__ = ["fit_rbm", "fit_rbm_on_streams", "data_logits", "reconstruction_error"]
 
 
 def data_logits(data, clip: float = 1e-3) -> np.ndarray:
@@ -39,7 +39,9 @@ def _positive_phase(params: Bipartite, V):
     return V, hidden_means(params, V)
 
 
-def _fit_rbm(data, n_hidden: int, options: LearningOptions, streams: Streams, *, init=None, callback=None):
+def fit_rbm_on_streams(
+    data, n_hidden: int, options: LearningOptions, streams: Streams, *, init=None, callback=None
+):
     """:func:`fit_rbm` with given streams (``pmz.boltzmann.rbm_training.train_rbm`` passes one generator as all four
     of its streams, which reproduces its historical bits)."""
     data = np.asarray(data, dtype=np.float64)
@@ -96,4 +98,5 @@ def fit_rbm(data, n_hidden: int, *, init: RBM | None = None, callback=None, conf
     (120, True)
     """
     options = make_options(config, options)
-    return _fit_rbm(data, n_hidden, options, Streams.from_seed(options.random_seed), init=init, callback=callback)
+    streams = Streams.from_seed(options.random_seed)
+    return fit_rbm_on_streams(data, n_hidden, options, streams, init=init, callback=callback)

@@ -223,8 +223,8 @@ class LogZTracker:
 
     Use it as the ``callback(epoch, params)`` of :func:`pmz.boltzmann.rbm_training.train_rbm`: every ``every``-th
     epoch is a checkpoint (its :class:`Checkpoint` is returned and kept in :attr:`checkpoints`); pass
-    ``tracker.on_update`` as the ``callback`` of :func:`pmz.boltzmann.learn.fit_rbm` (a checkpoint at every call, labelled by
-    update); or call :meth:`checkpoint` directly.
+    ``tracker.on_update`` as the ``callback`` of :func:`pmz.boltzmann.learn.fit_rbm` (a checkpoint at every call,
+    labelled by update); or call :meth:`checkpoint` directly.
 
     Parameters
     ----------
@@ -505,7 +505,7 @@ class LogZTracker:
             visit_gap=info["visit_gap"],
             n_trips=info["n_trips"],
             seconds=info["seconds"],
-            log_z_k=np.asarray(estimate.diagnostics["log_z_k"], dtype=float),
+            log_z_k=np.asarray(estimate.diagnostics.log_z_k, dtype=float),
             params=params if self.keep_params else None,
         )
         self._pending_sweeps = 0
@@ -520,8 +520,9 @@ class LogZTracker:
         return self.checkpoint(params, epoch=int(epoch))
 
     def on_update(self, update: int, params):
-        """The ``callback(update, model)`` of :func:`pmz.boltzmann.learn.fit_rbm` / :func:`pmz.boltzmann.learn.fit_dbm`: a
-        :class:`Checkpoint` labelled by the update count at every call (their ``callback_every`` sets the spacing).
+        """The ``callback(update, model)`` of :func:`pmz.boltzmann.learn.fit_rbm` /
+        :func:`pmz.boltzmann.learn.fit_dbm`: a :class:`Checkpoint` labelled by the update count at every call (their
+        ``callback_every`` sets the spacing).
         For a DBM, build the tracker with ``system=dbm_system(...)``."""
         return self.checkpoint(params, update=int(update))
 
