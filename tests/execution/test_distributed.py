@@ -228,6 +228,17 @@ def test_same_bits_for_any_chunking_and_executor(system, method):
     assert threaded.run_attrs["chunks_total"] > 2
 
 
+@pytest.mark.slow  # every chunkable method on the cluster: about a minute
+@pytest.mark.parametrize("method", CHUNKABLE)
+def test_same_bits_on_one_and_two_dask_workers(system, client, method):
+    """Every method that takes an executor gives the bits of the call without one on 1 and 2 Dask workers."""
+    common = dict(method=method, random_seed=SEED, progressbar=False, **SMALL[_kind(method)])
+    whole = pmz.evidence(system.model, **common)
+    one_worker = client.get_executor(workers=[sorted(client.scheduler_info()["workers"])[0]])
+    for executor in (one_worker, client):
+        assert_same_bits(pmz.evidence(system.model, executor=executor, chunk_timeout=TIMEOUT, **common), whole)
+
+
 @pytest.mark.parametrize("method", sorted(RUNS))
 def test_no_chunks_is_the_chunked_run(local, system, method):
     """The reference runs of this module (``n_chunks`` chunks here) are the bits of the call without chunks."""
