@@ -34,10 +34,11 @@ from .row_streams import ROWS_PER_STREAM, RowStreams
 __all__ = ["run_ais"]
 
 
-def _batches(start: int, stop: int, chunk_size: int | None) -> list[tuple[int, int]]:
-    """The batches of the rows ``start .. stop - 1`` moved together: whole blocks of streams (a partial block at either
-    end), ``chunk_size`` paths rounded up to whole blocks (default: up to 4096 paths)."""
-    per_batch = max(1, int(np.ceil(int(chunk_size or min(stop - start, 4096)) / ROWS_PER_STREAM))) * ROWS_PER_STREAM
+def _batches(start: int, stop: int, chunk_size: int | None, n_paths: int) -> list[tuple[int, int]]:
+    """The batches of the rows ``start .. stop - 1`` moved together: ``chunk_size`` paths rounded up to whole
+    streams' blocks (default: the run's paths, up to 4096), cut at multiples of that size counted from the run's
+    first path, so that every chunk of the run cuts its paths where the whole run would."""
+    per_batch = max(1, int(np.ceil(int(chunk_size or min(n_paths, 4096)) / ROWS_PER_STREAM))) * ROWS_PER_STREAM
     edges = [start] + list(range((start // per_batch + 1) * per_batch, stop, per_batch)) + [stop]
     return list(zip(edges[:-1], edges[1:]))
 
@@ -121,7 +122,7 @@ def run_ais(
     if first not in offsets or stop not in offsets:
         raise ValueError(f"pmz: rows {first}..{stop} are not whole blocks of work of a run of {n_paths} paths")
     offsets = offsets[(offsets >= first) & (offsets <= stop)]  # this run's blocks
-    batches = _batches(first, stop, chunk_size)
+    batches = _batches(first, stop, chunk_size, n_paths)
     evals = count_evaluations(family)
 
     log_w = np.empty(m_paths)

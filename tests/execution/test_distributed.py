@@ -133,6 +133,30 @@ def _ais(system, n_paths, seed):
                    progressbar=False)
 
 
+def test_chunks_of_a_large_run_are_its_bits(system):
+    """A run of more paths than one default batch (4096) cut into chunks of whole blocks: the chunks move their paths
+    in the batches the whole run would, so the pooled record is the whole run's, ESS and acceptance included."""
+    from pmz.methods.options import AnnealingOptions
+    from pmz.methods.setup import compiled_model, make_family, make_kernel
+    from pmz.runners.ais import run_ais
+    from pmz.runners.pooling import PATH_BLOCKS, chunk_rows
+    from pmz.runners.row_streams import RowStreams
+
+    options = AnnealingOptions()
+    target = compiled_model(system.model, options)
+    family, kernel = make_family(target, "prior"), make_kernel(options, target)
+    schedule = np.linspace(0, 1, 4) ** 2
+    params = [kernel.default_params(family.dim)] * schedule.size
+    common = dict(n_paths=5000, progressbar=False)
+    whole = run_ais(family, kernel, schedule, params, rng=np.random.default_rng(3), **common)
+    streams = RowStreams.spawn(np.random.default_rng(3), 5000)
+    parts = [run_ais(family, kernel, schedule, params, streams=streams, rows=rows, **common)
+             for rows in chunk_rows(5000, 3, PATH_BLOCKS)]
+    pooled = merge_work(parts)
+    for name in ("log_weights", "ess_path", "acceptance", "final_x", "block_log_sum_w", "block_accept_sum"):
+        np.testing.assert_array_equal(getattr(pooled, name), getattr(whole, name), err_msg=name)
+
+
 def test_merged_work_pools_the_weights_exactly(system):
     parts = [_ais(system, m, seed) for m, seed in ((40, 1), (25, 2), (35, 3))]
     merged = merge_work(parts)
