@@ -85,10 +85,10 @@ def evidence(
     progressbar : bool
         Show a progress bar.
     executor : dask.distributed.Client or concurrent.futures.Executor, optional
-        Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs, each on a random
-        stream spawned from the seed by chunk index; 8 chunks unless ``n_chunks`` says otherwise, one per run for
-        SMC): the result is the same bits for any number of workers, and the same as ``executor=None`` with the
-        same ``n_chunks``. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be
+        Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs; 8 chunks unless
+        ``n_chunks`` says otherwise, one per run for SMC). Every path, chain and run has its own random stream, so
+        the result is the same bits for any number of workers and any ``n_chunks``, and the same as
+        ``executor=None``. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be
         split: ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
     checkpoint : str or os.PathLike, optional
         A netCDF file that keeps every finished chunk; a call with the same arguments (and ``random_seed``)

@@ -3,9 +3,11 @@
 ``pmz.evidence(..., executor=client)`` (a ``dask.distributed.Client``) or ``executor=pool`` (any
 ``concurrent.futures.Executor``, e.g. a ``ProcessPoolExecutor``) runs the chunks of a chunked method (see
 :mod:`pmz.runners.pooling`) where the executor puts them; without an executor they run here, one after the other.
-The method decides the chunks (``n_chunks``) and spawns each chunk's random stream from the seed by chunk index
-before any chunk runs, so the pooled record is the same bits whatever ran where, in whichever order, and however
-often (a chunk whose worker died runs again from the same arguments).
+Every chunked method runs through a :class:`ChunkRunner` (:func:`local_runner`: one chunk here, when the call has
+no ``executor=``, ``checkpoint=`` or ``n_chunks``). The method decides the chunks (whole blocks of work) and gives
+each path, chain or run its own random stream before any chunk runs, so the pooled record is the same bits whatever
+ran where, in whichever order, however often (a chunk whose worker died runs again from the same arguments) and
+however the work was cut into chunks.
 
 Shipping: what the chunks share (the target, family, kernel, schedule and frozen kernel parameters, or the SMC
 sequence) is pickled once per call into a *payload*, with a PyMC model's compiled functions replaced by the model

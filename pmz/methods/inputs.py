@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pymc as pm
 
 from ..sequences.base import SMCSequence

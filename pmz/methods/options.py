@@ -151,13 +151,13 @@ def n_steps_per_temp(default: int):
 
 
 
-def n_chunks(units: str, streams: str = "each with a random stream spawned from the seed by chunk index",
-             default_note: str = f"{DEFAULT_CHUNKS} with them"):
+def n_chunks(units: str, default_note: str = f"{DEFAULT_CHUNKS} with them"):
     """The one option that splits a run into independent chunks (pmz.execution.executors), per family of methods."""
     return option(
         None,
-        f"split the run into this many chunks of {units}, {streams}; the result depends on n_chunks, never on the "
-        f"executor or its workers (None: one piece without executor= or checkpoint=, {default_note})",
+        f"split the run into this many chunks of {units}; every path, chain or run keeps its own random stream, so "
+        f"the result depends neither on n_chunks nor on the executor or its workers (None: one chunk without "
+        f"executor= or checkpoint=, {default_note})",
         optional_int(1),
     )
 
@@ -280,7 +280,7 @@ class AnnealingOptions(ScheduleOptions):
         optional_int(1),
     )
     n_bootstrap: int = option(1000, "bootstrap resamples of the paths for the error bar", non_negative_int)
-    n_chunks: object = n_chunks("paths (each direction)")
+    n_chunks: object = n_chunks("whole blocks of paths (each direction; at most 64)")
     chunk_timeout: object = chunk_timeout()
 
 
@@ -381,7 +381,9 @@ class TemperingOptions(ScheduleOptions):
     wl_gamma0: float = option(1.0, "Wang-Landau's first gain", positive_number)
     wl_flatness: float = option(0.2, "Wang-Landau's flatness criterion for halving the gain", fraction(False))
     wl_update: str = option("rb", "Wang-Landau update from 'rb' (q(beta_k | x)) or 'counts'", one_of(*WL_UPDATES))
-    n_chunks: object = n_chunks("chains (the long run, after the initial iterations, with frozen level weights)")
+    n_chunks: object = n_chunks(
+        "whole blocks of chains (the long run, after the initial iterations, with frozen level weights; at most 8)"
+    )
     chunk_timeout: object = chunk_timeout()
 
 
@@ -418,10 +420,7 @@ class SMCOptions(CommonOptions):
     )
     resample_threshold: float = option(0.8, "resample when ESS < threshold x particles", fraction(True))
     tune: bool = option(True, "tune the kernel's scale and step size from the particle cloud", boolean)
-    n_chunks: object = n_chunks(
-        "consecutive runs", "each run on the stream it has without chunks (so any grouping gives the same bits)",
-        "one run per chunk with them",
-    )
+    n_chunks: object = n_chunks("consecutive runs", "one run per chunk with them")
     chunk_timeout: object = chunk_timeout()
 
 

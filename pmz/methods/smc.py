@@ -70,7 +70,7 @@ def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
     return RBMUnitSequence.from_energy_model(target, order=options.unit_order, rng=rng)
 
 
-def _runs(sequence, settings, options, run_rng, target, chunks, method, progressbar):
+def _runs(sequence, settings, options, run_rng, target, chunks, method):
     """The ``n_runs`` runs, each on its own stream (``run_rng.spawn(n_runs)``, as :func:`pmz.runners.resample_move.
     run_smc` gives them), in chunks of consecutive runs (one chunk here unless the call asked for more: then one
     run per chunk by default); pooled in run order."""
@@ -112,7 +112,7 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method,
         **arm,
     )
     chunks = local_runner(progressbar) if chunks is None else chunks
-    return _runs(sequence, settings, options, run_rng, target, chunks, method, progressbar)
+    return _runs(sequence, settings, options, run_rng, target, chunks, method)
 
 
 def estimate_smc_method(method):

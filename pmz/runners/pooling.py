@@ -1,19 +1,22 @@
 """Splitting a run into independent chunks and pooling the chunks' records exactly.
 
-A chunked run (``pmz.evidence(..., n_chunks=..., executor=...)``, :mod:`pmz.execution.executors`) cuts the work into
-pieces the algorithm already treats as independent: groups of annealing paths, groups of simulated-tempering
-chains that share one frozen ladder and frozen level weights, groups of SMC runs. Each chunk gets its own random
-stream, spawned from the run's stream by chunk index, and records what the whole run would record for its share.
-The functions here put the records back together, in chunk order, so that the pooled record depends on the chunking
-and the seed only, never on where or in which order the chunks ran.
+Every chunked method (:mod:`pmz.execution.executors`; a call without ``n_chunks`` or an executor is one chunk) cuts
+the work into pieces the algorithm already treats as independent: whole blocks of annealing paths, whole blocks of
+simulated-tempering chains that share one frozen ladder and frozen level weights, groups of SMC runs. Every path,
+chain and run draws from its own random stream (:mod:`pmz.runners.row_streams`), and records keep their sums per
+fixed block of work (:func:`block_offsets`). The functions here put the records back together, adding the blocks'
+sums in block order, so that the pooled record depends on the seed only, never on the chunking or on where or in
+which order the chunks ran.
 
-* :func:`split`: ``n`` units into ``n_chunks`` nearly equal consecutive groups;
-* :func:`merge_work`: WorkRecords of disjoint paths over one schedule -> one WorkRecord (weights concatenated; the
-  on-the-fly ESS pooled from ``log sum w`` and ``log sum w^2``; acceptance weighted by paths);
+* :func:`split`: ``n`` units into ``n_chunks`` nearly equal consecutive groups; :func:`block_offsets`,
+  :func:`chunk_rows`: the fixed blocks of work and chunks of whole blocks;
+* :func:`merge_work`: WorkRecords of disjoint paths over one schedule -> one WorkRecord (weights and blocks
+  concatenated; the on-the-fly ESS and the acceptance from the blocks' sums, :func:`pool_work`);
 * :func:`merge_traces`: TemperingTraces of disjoint chains over one ladder with the same guesses and batches ->
   one TemperingTrace. Every estimator of a trace reads sums over samples per batch of sweeps (all chains pooled:
   RTS's ``sum q(k | x)``, TI's sums of ``U``, the visit counts) or every sample (MBAR's ``U`` and level), so adding
-  the chunks' batch sums and joining their samples gives exactly the statistics of one run of all chains;
+  the blocks' batch sums in order (:func:`pool_trace`) and joining the samples gives exactly the statistics of one
+  run of all chains;
 * :func:`merge_smc`: SMCRecords of disjoint runs -> one SMCRecord (stages concatenated in run order, final particles
   pooled with ``log sum_j Z_j``-consistent weights).
 
@@ -39,6 +42,7 @@ __all__ = [
     "CHAIN_BLOCKS",
     "pool_work",
     "pool_trace",
+    "pooled_trace_sums",
     "merge_work",
     "merge_traces",
     "merge_smc",
@@ -123,15 +127,13 @@ def pool_work(record: WorkRecord) -> WorkRecord:
     return replace(record, ess_path=np.exp(2 * lse_w - lse_w2), acceptance=acceptance)
 
 
-def pool_trace(trace: TemperingTrace) -> TemperingTrace:
-    """``trace`` with its batch sums, acceptance and level acceptance made from its blocks' sums, in block order."""
-    sums = {name: _in_order(np.add, trace.block_sums[i]) for i, name in enumerate(TRACE_SUMS)}
-    accept_sum = _in_order(np.add, trace.block_accept[0])
-    accept_n = _in_order(np.add, trace.block_accept[1])
+def pooled_trace_sums(block_sums, block_accept, block_level_accepted, n_samples: int) -> dict:
+    """The TemperingTrace fields made from its blocks' sums, each added in block order: the batch sums
+    (:data:`TRACE_SUMS`), the acceptance per level and the level acceptance over ``n_samples`` samples."""
+    sums = {name: _in_order(np.add, block_sums[i]) for i, name in enumerate(TRACE_SUMS)}
     with np.errstate(invalid="ignore"):
-        acceptance = accept_sum / accept_n
-    return replace(
-        trace,
+        acceptance = _in_order(np.add, block_accept[0]) / _in_order(np.add, block_accept[1])
+    return dict(
         batch_q=sums["q"],
         batch_qU=sums["qU"],
         batch_qU2=sums["qU2"],
@@ -141,13 +143,17 @@ def pool_trace(trace: TemperingTrace) -> TemperingTrace:
         batch_inf=sums["inf"],
         batch_q_inf=sums["q_inf"],
         acceptance=acceptance,
-        level_acceptance=float(np.sum(trace.block_level_accepted)) / max(trace.n_sweeps * trace.n_chains, 1),
+        level_acceptance=float(np.sum(block_level_accepted)) / max(int(n_samples), 1),
     )
 
 
-def _sum(arrays):
-    """Elementwise sum, in order (the same order whatever ran where)."""
-    return reduce(np.add, arrays)
+def pool_trace(trace: TemperingTrace) -> TemperingTrace:
+    """``trace`` with its batch sums, acceptance and level acceptance made from its blocks' sums
+    (:func:`pooled_trace_sums`)."""
+    pooled = pooled_trace_sums(
+        trace.block_sums, trace.block_accept, trace.block_level_accepted, trace.n_sweeps * trace.n_chains
+    )
+    return replace(trace, **pooled)
 
 
 def _concat(arrays):

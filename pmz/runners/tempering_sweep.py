@@ -33,7 +33,7 @@ from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import TemperingTrace
 from .level_weights import rts_update
-from .pooling import CHAIN_BLOCKS, TRACE_SUMS, block_offsets, pool_trace
+from .pooling import CHAIN_BLOCKS, TRACE_SUMS, block_offsets, pooled_trace_sums
 from .row_streams import RowStreams
 from .levels import level_log_probs, move_levels
 
@@ -286,16 +286,10 @@ def run_tempering(
             log_q = info.log_q
             bar.update(1)
 
-    trace = TemperingTrace(
+    return TemperingTrace(
         betas=betas,
         log_zhat=log_zhat,
         log_prior=log_prior,
-        batch_q=sums[0].sum(axis=0),  # placeholders: pool_trace adds the blocks in order
-        batch_qU=sums[1].sum(axis=0),
-        batch_qU2=sums[2].sum(axis=0),
-        batch_counts=sums[3].sum(axis=0),
-        batch_U=sums[4].sum(axis=0),
-        batch_U2=sums[5].sum(axis=0),
         batch_size=batch_size,
         log_z0=float(family.log_z0),
         level_traces=level_traces,
@@ -315,8 +309,8 @@ def run_tempering(
         block_sums=sums,
         block_accept=block_accept,
         block_level_accepted=level_accepted,
+        **pooled_trace_sums(sums, block_accept, level_accepted, n_sweeps * n_run),
     )
-    return pool_trace(trace)
 
 
 def adapt_log_zhat(
@@ -326,11 +320,9 @@ def adapt_log_zhat(
     params,
     *,
     log_zhat,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator,
     n_chains: int,
     n_sweeps: int,
-    streams: RowStreams | None = None,
-    rows: tuple[int, int] | None = None,
     max_iterations: int = 10,
     tol: float = 0.1,
     log_prior=None,
