@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+import subprocess
 import time
 import warnings
 from collections.abc import Callable
@@ -208,3 +211,37 @@ def smc_log_marginal_likelihood(idata) -> tuple[float, int]:
         per_chain.append(finite[-1])
     n_stages = len(list(_flatten(chains[0])))
     return float(np.mean(per_chain)), n_stages
+
+
+# ------------------------------------------------------------------ run caches shared by the benchmark scripts
+def pmz_commit() -> str:
+    """The short commit of this checkout (+dirty when pmz/ has uncommitted changes), or "unknown"."""
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "pmz"], capture_output=True,
+                               text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def fmt(x, spec=".3f", none="--"):
+    """``format(x, spec)``, or ``none`` for None / NaN."""
+    return none if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def run_key(r: dict) -> tuple:
+    """The cache key of one run: model, tool, method, seed, PyMC version."""
+    return r["model"], r["tool"], r["method"], int(r["seed"]), r["pymc"]
+
+
+def load_cache(path: Path) -> dict[tuple, dict]:
+    """The runs of a JSONL cache by :func:`run_key`; a later line for the same key replaces an earlier one."""
+    runs = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                runs[run_key(r)] = r  # a later line for the same key replaces an earlier one
+    return runs

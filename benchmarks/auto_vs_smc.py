@@ -40,7 +40,6 @@ import math
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import time
 import warnings
@@ -50,7 +49,17 @@ import numpy as np
 
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
-from _common import ROOT, cpu_name, existing_notes, smc_log_marginal_likelihood, update_doc  # noqa: E402
+from _common import (  # noqa: E402
+    ROOT,
+    cpu_name,
+    existing_notes,
+    fmt,
+    load_cache,
+    pmz_commit,
+    run_key,
+    smc_log_marginal_likelihood,
+    update_doc,
+)
 from auto_models import MODELS  # noqa: E402
 
 import pymc as pm  # noqa: E402
@@ -67,17 +76,6 @@ def heading(method: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ runs
-def _pmz_commit() -> str:
-    try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "pmz"], capture_output=True,
-                               text=True).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def run_pmz(name: str, seed: int, method: str) -> dict:
     """One ``pmz.evidence`` call on a fresh model; times the call only (compilation included)."""
     model = MODELS[name].build()
@@ -126,20 +124,6 @@ def run_smc(name: str, seed: int) -> dict:
     return out
 
 
-def _key(r: dict) -> tuple:
-    return r["model"], r["tool"], r["method"], int(r["seed"]), r["pymc"]
-
-
-def load_cache(path: Path) -> dict[tuple, dict]:
-    runs = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                runs[_key(r)] = r  # a later line for the same key replaces an earlier one
-    return runs
-
-
 def run_benchmark(
     names, seeds, method, cache_path: Path, log, rerun: bool = False, tools=("pmz", "sample_smc")
 ) -> dict[tuple, dict]:
@@ -147,7 +131,7 @@ def run_benchmark(
     if rerun:  # run everything again; the new lines supersede the old ones in the file
         cache = {k: v for k, v in cache.items() if not (k[0] in names and k[3] in seeds and k[4] == pm.__version__)}
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    commit = _pmz_commit()
+    commit = pmz_commit()
     todo = [(n, s, tool) for s in seeds for n in names for tool in tools
             if (n, tool, method if tool == "pmz" else "sample_smc", s, pm.__version__) not in cache]
     log(f"{len(todo)} runs to do ({len(names)} models x {len(seeds)} seeds x 2 tools, "
@@ -161,7 +145,7 @@ def run_benchmark(
                "python": platform.python_version()}
         with open(cache_path, "a") as fh:
             fh.write(json.dumps(row) + "\n")
-        cache[_key(row)] = row
+        cache[run_key(row)] = row
         err = "" if r["error"] else f"error {r['log_z'] - truth:+.4f}" + (
             f" (se {r['se']:.4f}, reliable {r['reliable']})" if tool == "pmz" else "")
         log(f"[{i}/{len(todo)}] {name} seed {seed} {tool}: {r['error'] or err}, {r['wall']:.1f} s")
@@ -214,10 +198,6 @@ def summarize(cache: dict, names, seeds, method: str, pymc_version: str) -> list
     return rows
 
 
-def _fmt(x, spec=".3f", none="--"):
-    return none if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
 def format_report(rows: list[dict]) -> str:
     eff = np.array([r["efficiency"] for r in rows if np.isfinite(r["efficiency"]) and r["efficiency"] > 0])
     lines = []
@@ -240,9 +220,9 @@ def format_report(rows: list[dict]) -> str:
         unrel = "--" if math.isnan(r["unreliable"]) else f"{r['unreliable']:.0%} of {r['n_flags']}"
         lines.append(
             f"| {r['model']} | {r['dim']} | {r['kind']} | {r['truth']:.3f} | {r['n_pmz']}/{r['n_smc']} | "
-            f"{_fmt(r['rmse_pmz'], '.4f')} | {_fmt(r['rmse_smc'], '.4f')} | {_fmt(r['bias_pmz'], '+.4f')} | "
-            f"{_fmt(r['bias_smc'], '+.4f')} | {_fmt(r['time_pmz'], '.1f')} | {_fmt(r['time_smc'], '.1f')} | "
-            f"{_fmt(r['efficiency'], '.3g')} | {_fmt(r['coverage'], '.0%')} | {_fmt(r['max_z_reliable'], '.2f')} | "
+            f"{fmt(r['rmse_pmz'], '.4f')} | {fmt(r['rmse_smc'], '.4f')} | {fmt(r['bias_pmz'], '+.4f')} | "
+            f"{fmt(r['bias_smc'], '+.4f')} | {fmt(r['time_pmz'], '.1f')} | {fmt(r['time_smc'], '.1f')} | "
+            f"{fmt(r['efficiency'], '.3g')} | {fmt(r['coverage'], '.0%')} | {fmt(r['max_z_reliable'], '.2f')} | "
             f"{unrel} |")
     used = sorted({m for r in rows for m in r["methods_used"]})
     commits = sorted({c for r in rows for c in r["commits"]})
@@ -277,7 +257,7 @@ def doc_body(args, report: str, method: str, pymc_version: str) -> str:
         f"Command: `{command}` (runs cached in `{shown}`)  ",
         f"Date: {datetime.date.today().isoformat()}  ",
         (f"Machine: {cpu_name()}, {os.cpu_count()} cores (shared), Python {platform.python_version()}, PyMC "
-         f"{pymc_version}, pmz {pmz.__version__} ({_pmz_commit()})"),
+         f"{pymc_version}, pmz {pmz.__version__} ({pmz_commit()})"),
     ])
 
 

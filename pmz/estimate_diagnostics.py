@@ -467,7 +467,7 @@ class AutoDiagnostics(Diagnostics):
 
     Attributes
     ----------
-    route : {"bridge", "path", "tempered"} or None
+    route : {"bridge", "path", "modes", "tempered"} or None
         The route that gave the estimate.
     route_reason : str or None
         One line: why this route.
@@ -490,9 +490,20 @@ class AutoDiagnostics(Diagnostics):
     pareto_khat_by_estimate, overlap_by_estimate, n_eff_reverse_by_estimate : dict or None
         Each sub-estimate's Pareto k-hat, overlap and reverse effective size by its name (stored as
         ``<name>_pareto_khat``, ``<name>_overlap``, ``<name>_n_eff_reverse``).
+    log_z_normalised_prior : float or None
+        Where the prior as written does not integrate to one (``prior_log_mass``): ``log Z - prior_log_mass``, the
+        evidence with the prior normalised, which Bayes factors between models with K and K' ordered components
+        need.
+    dropped_chains : int or None
+        Chains dropped (or restarted) because they sat where the posterior mass is negligible.
+    n_modes : int or None
+        Modes route: how many separate modes the chains found (clusters of chains, :mod:`pmz.runners.modes`).
+    mode_masses, mode_masses_se : ndarray or None
+        Modes route: each mode's share of the posterior mass (importance sampling from its component; they
+        double count where two clusters share one mode) and its se; the chains' proportions play no part.
     smc : SMCDiagnostics or None
-        Tempered route: the SMC estimate's diagnostics (the runs' spread, ...), read by :mod:`pmz.reliability` and
-        stored under their own keys.
+        Modes and tempered routes: the SMC estimate's diagnostics (the runs' spread, ...), read by
+        :mod:`pmz.reliability` and stored under their own keys.
     """
 
     route: str | None = None
@@ -506,6 +517,11 @@ class AutoDiagnostics(Diagnostics):
     n_draws: int | None = None
     acceptance: float | None = None
     disagreement_z: float | None = None
+    log_z_normalised_prior: float | None = None
+    dropped_chains: int | None = None
+    n_modes: int | None = None
+    mode_masses: np.ndarray | None = None
+    mode_masses_se: np.ndarray | None = None
     pareto_khat_by_estimate: dict | None = _unstored()
     overlap_by_estimate: dict | None = _unstored()
     n_eff_reverse_by_estimate: dict | None = _unstored()

@@ -173,8 +173,16 @@ class EvidenceResult(_idata.RESULT_BASE):
         a = self._run
         lines = [
             f"EvidenceResult  method={a.get('method')!r}" + (f" route={a['route']!r}" if a.get("route") else ""),
-            f"  log Z = {self.log_z:.4f} +/- {self.log_z_se:.4f} (se)",
+            f"  log Z = {self.log_z:.4f} +/- {self.log_z_se:.4f} (se), log marginal likelihood in nats",
         ]
+        normalised = self._normalised_prior_line()
+        if normalised:
+            lines.append(normalised)
+        if a.get("route_reason"):
+            lines.append(f"  why this route: {_shorten(str(a['route_reason']))}")
+        modes = self._modes_line()
+        if modes:
+            lines.append(modes)
         if not self.reliable:
             lines.append(f"  UNRELIABLE: {self.reliability_reason or 'see the warnings'}")
         warnings = self.warnings
@@ -191,6 +199,25 @@ class EvidenceResult(_idata.RESULT_BASE):
             lines.append(f"  wall time {float(a['wall_time']):.2f} s{compile_note}{evals}")
         lines.append(f"  groups: {', '.join(self.group_names())}")
         return "\n".join(lines)
+
+    def _normalised_prior_line(self) -> str:
+        """The evidence with the prior normalised, where the prior as written does not integrate to one."""
+        if "evidence" not in _idata.group_names(self) or "log_z_normalised_prior" not in self["evidence"]:
+            return ""
+        value = float(self["evidence"]["log_z_normalised_prior"])
+        names = self["evidence"].attrs.get("prior_unnormalised", "")
+        return (f"  log Z with the prior of {names} normalised = {value:.4f} (use this one for Bayes factors "
+                "between models with different numbers of ordered components)")
+
+    def _modes_line(self) -> str:
+        """``"  modes: 2 found; posterior mass 0.49 +/- 0.01, 0.51 +/- 0.01"`` when the modes route ran."""
+        if "evidence" not in _idata.group_names(self) or "mode_masses" not in self["evidence"]:
+            return ""
+        masses = np.asarray(self["evidence"]["mode_masses"], dtype=float)
+        ses = np.asarray(self["evidence"]["mode_masses_se"], dtype=float)
+        shown = ", ".join(f"{m:.3g} +/- {s:.2g}" for m, s in zip(masses[:6], ses[:6]))
+        more = f", ... ({masses.size - 6} more)" if masses.size > 6 else ""
+        return f"  modes: {masses.size} found; posterior mass {shown}{more}"
 
     def __str__(self) -> str:
         return repr(self) if "posterior" in _idata.group_names(self) else super().__str__()

@@ -35,7 +35,13 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, gammaln
 
-__all__ = ["PriorMass", "suspect_variables", "prior_normalisation", "normalisation_warning"]
+__all__ = [
+    "PriorMass",
+    "suspect_variables",
+    "prior_normalisation",
+    "normalisation_warning",
+    "ordered_exchangeable_log_mass",
+]
 
 # value transforms whose Jacobian PyMC gets exactly right on a normalised elementwise density
 _TRUSTED_TRANSFORMS = (
@@ -224,3 +230,29 @@ def normalisation_warning(masses, method: str) -> str | None:
         "integrate the model's density as written (method='bridge', method='auto', reference='laplace') answer for "
         f"the density, whose log Z is this one {total:+.3f}. See the 'prior normalisation' entry in docs/errors.md."
     )
+
+
+def ordered_exchangeable_log_mass(model) -> dict[str, float]:
+    """``{name: log c}`` of the free variables under an ``ordered`` transform whose entries are exchangeable: their
+    density as PyMC writes it has mass ``c = 1 / K!`` per ordered vector of ``K`` entries (``log c = -n log K!`` for
+    ``n`` such vectors). Known from the model's structure alone (no draws, no compile); other unnormalised priors
+    need :func:`prior_normalisation`.
+
+    >>> import pymc as pm
+    >>> with pm.Model() as m:
+    ...     mu = pm.Normal("mu", 0, 1, shape=3, transform=pm.distributions.transforms.ordered, initval=[-1, 0, 1])
+    >>> {k: round(v, 4) for k, v in ordered_exchangeable_log_mass(m).items()}
+    {'mu': -1.7918}
+    """
+    from .reference import _exchangeable, _is_ordered
+
+    out = {}
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None or not _is_ordered(transform) or not _exchangeable(rv):
+            continue
+        shape = tuple(int(n) for n in model.initial_point()[model.rvs_to_values[rv].name].shape)
+        k = shape[-1] if shape else 1
+        n_vectors = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        out[rv.name] = -n_vectors * float(gammaln(k + 1))
+    return out

@@ -27,7 +27,7 @@ whose forward draws underflow never block the start.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class PosteriorDraws:
         Mean acceptance probability of the sampling iterations.
     divergences : int
         Sampling iterations whose energy error exceeded 1000.
+    divergences_by_chain : ndarray (n_chains,) of int or None
+        The same, chain by chain (so that dropping chains drops their divergences).
     rhat : float
         Largest split R-hat over the coordinates and the log posterior.
     n_grad_evals : int
@@ -76,6 +78,7 @@ class PosteriorDraws:
     n_grad_evals: int
     seconds: float
     info: dict = field(default_factory=dict)
+    divergences_by_chain: np.ndarray | None = None
 
     @property
     def n_chains(self) -> int:
@@ -85,6 +88,15 @@ class PosteriorDraws:
     def n_draws(self) -> int:
         return self.x.shape[1]
 
+    def keep(self, chains) -> "PosteriorDraws":
+        """The draws of the given chains only (boolean mask or indices), with their split R-hat."""
+        chains = np.asarray(chains)
+        x, log_post = self.x[chains], self.log_posterior[chains]
+        by_chain = None if self.divergences_by_chain is None else self.divergences_by_chain[chains]
+        return replace(self, x=x, log_posterior=log_post, step_size=np.asarray(self.step_size)[chains],
+                       rhat=max_split_rhat(x, log_post), divergences_by_chain=by_chain,
+                       divergences=self.divergences if by_chain is None else int(by_chain.sum()))
+
     def flat(self, chains=None):
         """Draws of the given chains (default all) as ``(X (n, dim), chain (n,))``."""
         chains = np.arange(self.n_chains) if chains is None else np.asarray(chains)
@@ -92,7 +104,8 @@ class PosteriorDraws:
         return X, np.repeat(chains, self.n_draws)
 
 
-def _log_post_and_grad(compiled, X):
+def log_posterior_and_grad(compiled, X):
+    """``log p~(x)`` and its gradient for a batch; ``-inf`` (and a zero gradient) where either is not finite."""
     lp, ll, glp, gll = compiled.log_densities_and_grads(X)
     value = lp + ll
     grad = glp + gll
@@ -109,7 +122,7 @@ def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: floa
     ones, and the initial point is the last resort when none is finite."""
     x0 = compiled.initial_point()
     X = x0 + rng.uniform(-jitter, jitter, size=(n, compiled.dim))
-    value, _ = _log_post_and_grad(compiled, X)
+    value, _ = log_posterior_and_grad(compiled, X)
     scale = jitter
     for _ in range(tries):
         bad = ~np.isfinite(value)
@@ -117,7 +130,7 @@ def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: floa
             break
         scale /= 2
         X[bad] = x0 + rng.uniform(-scale, scale, size=(int(bad.sum()), compiled.dim))
-        value[bad] = _log_post_and_grad(compiled, X[bad])[0]
+        value[bad] = log_posterior_and_grad(compiled, X[bad])[0]
     bad = ~np.isfinite(value)
     good = np.flatnonzero(~bad)
     if bad.any() and good.size:  # e.g. a likelihood that is zero near the initial point: copies of finite starts
@@ -125,7 +138,7 @@ def dispersed_starts(compiled, rng: np.random.Generator, n: int, *, jitter: floa
         X[bad], value[bad] = X[pick], value[pick]
     elif bad.any():
         X[bad] = x0
-        value[bad] = _log_post_and_grad(compiled, x0[None, :])[0][0]
+        value[bad] = log_posterior_and_grad(compiled, x0[None, :])[0][0]
     return X, value
 
 
@@ -148,7 +161,7 @@ def _hmc_step(compiled, rng, x, value, grad, eps, chol, n_leapfrog):
         x1 = x
         for i in range(n_leapfrog):
             x1 = x1 + eps_i * to_x(p)
-            value1, grad1 = _log_post_and_grad(compiled, x1)
+            value1, grad1 = log_posterior_and_grad(compiled, x1)
             p = p + (eps_i if i < n_leapfrog - 1 else 0.5 * eps_i) * to_z(grad1)
         log_ratio = value1 - 0.5 * np.sum(p * p, axis=1) - value + 0.5 * np.sum(p0 * p0, axis=1)
     log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
@@ -159,6 +172,16 @@ def _hmc_step(compiled, rng, x, value, grad, eps, chol, n_leapfrog):
     value = np.where(accept, value1, value)
     grad = np.where(accept[:, None], grad1, grad)
     return x, value, grad, acceptance, divergent
+
+
+def _within_chain_deviations(window):
+    """Each chain's draws of a warm-up window ``(iteration, chain, dim)`` minus that chain's mean, pooled
+    ``(iteration * chain, dim)`` and scaled by ``sqrt(m / (m - 1))`` (``m`` iterations) so that their covariance
+    is the pooled within-chain covariance. Chains in separate modes (or stuck) then do not stretch the metric
+    across the gaps between them, which would shrink every chain's step size (Stan's metric is one chain's)."""
+    m = window.shape[0]
+    deviations = window - window.mean(axis=0, keepdims=True)
+    return deviations.reshape(-1, window.shape[2]) * np.sqrt(m / max(m - 1, 1))
 
 
 def _metric_from(draws, dense: bool):
@@ -225,7 +248,7 @@ def sample_posterior(
     evals = count_evaluations(compiled)
     dim = compiled.dim
     x = dispersed_starts(compiled, rng, n_chains)[0] if starts is None else np.array(starts, dtype=float)
-    value, grad = _log_post_and_grad(compiled, x)
+    value, grad = log_posterior_and_grad(compiled, x)
     dense = dim <= dense_max
     metric, chol = (np.eye(dim), np.eye(dim)) if dense else (np.ones(dim), np.ones(dim))
     eps = np.full(n_chains, 0.5 / max(dim, 1) ** 0.25)
@@ -251,7 +274,7 @@ def sample_posterior(
             if progress is not None and done % 10 == 0:
                 progress("warm-up", done / (n_warmup + n_draws))
         if kind == "slow" and window:
-            metric, chol = _metric_from(np.concatenate(window), dense)
+            metric, chol = _metric_from(_within_chain_deviations(np.stack(window)), dense)
             restart = dual_averaging_step_size(adapt) if adapt.m > 10 else np.exp(adapt.log_step_size)
             adapt = dual_averaging_init(restart)
     empty = PosteriorDraws(
@@ -287,14 +310,15 @@ def continue_sampling(
     metric = draws.metric
     chol = np.linalg.cholesky(metric) if metric.ndim == 2 else np.sqrt(metric)
     x = draws.x[:, -1].copy() if start is None else np.asarray(start, dtype=float)
-    value, grad = _log_post_and_grad(compiled, x)
-    xs, values, divergences, accept_sum = [], [], 0, 0.0
+    value, grad = log_posterior_and_grad(compiled, x)
+    xs, values, accept_sum = [], [], 0.0
+    by_chain = np.zeros(x.shape[0], dtype=int)
     for i in range(n_more):
         x, value, grad, acc, div = _hmc_step(compiled, rng, x, value, grad, draws.step_size, chol, draws.n_leapfrog)
         xs.append(x)
         values.append(value)
         accept_sum += float(np.mean(acc))
-        divergences += int(div.sum())
+        by_chain += div.astype(int)
         if report is not None and (i + 1) % 10 == 0:
             report(i + 1)
         if deadline is not None and i + 1 >= min_draws and time.perf_counter() > deadline:
@@ -311,7 +335,9 @@ def continue_sampling(
         n_leapfrog=draws.n_leapfrog,
         metric=metric,
         acceptance=(draws.acceptance * n_old + accept_sum) / (n_old + n_new),
-        divergences=draws.divergences + divergences,
+        divergences=draws.divergences + int(by_chain.sum()),
+        divergences_by_chain=by_chain if draws.divergences_by_chain is None or draws.n_draws == 0
+        else draws.divergences_by_chain + by_chain,
         rhat=max_split_rhat(new_x, new_v),
         n_grad_evals=draws.n_grad_evals + evals.n_grad_evals,
         seconds=draws.seconds + time.perf_counter() - t0,

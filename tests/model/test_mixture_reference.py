@@ -1,0 +1,52 @@
+"""The mixture reference: normalised, exact draws, the gradient of its log density."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from pmz.model.mixture_reference import MixtureReference
+from pmz.model.reference import GaussianReference, StudentTReference
+
+
+def _mixture():
+    return MixtureReference(
+        [GaussianReference([-3.0], [[0.5]]), StudentTReference([2.0], [[1.0]], df=4.0)], [0.3, 0.7]
+    )
+
+
+def test_log_density_integrates_to_one_and_matches_scipy():
+    q = _mixture()
+    f = lambda x: np.exp(q.log_density(np.array([[x]])))[0]  # noqa: E731
+    total = sum(integrate.quad(f, a, b, limit=200)[0] for a, b in ((-np.inf, -3), (-3, 2), (2, np.inf)))
+    assert total == pytest.approx(1.0, abs=1e-8)
+    x = np.linspace(-5, 5, 7)[:, None]
+    expected = 0.3 * stats.norm.pdf(x[:, 0], -3, np.sqrt(0.5)) + 0.7 * stats.t.pdf(x[:, 0], 4, loc=2.0)
+    np.testing.assert_allclose(np.exp(q.log_density(x)), expected, rtol=1e-10)
+
+
+def test_draws_follow_the_weights():
+    q = _mixture()
+    X = q.sample(np.random.default_rng(0), 20000)
+    share = np.mean(X[:, 0] < -0.5)  # the components barely overlap at -0.5
+    assert abs(share - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 20000) + 0.01
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    q = MixtureReference([GaussianReference(rng.normal(size=3), np.eye(3) * s) for s in (0.5, 2.0)], [1.0, 3.0])
+    X = rng.normal(size=(5, 3))
+    h = 1e-6
+    numeric = np.stack(
+        [(q.log_density(X + h * e) - q.log_density(X - h * e)) / (2 * h) for e in np.eye(3)], axis=1
+    )
+    np.testing.assert_allclose(q.grad_log_density(X), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_bad_weights_are_refused():
+    g = GaussianReference([0.0], [[1.0]])
+    with pytest.raises(ValueError, match="positive"):
+        MixtureReference([g, g], [1.0, 0.0])
+    with pytest.raises(ValueError, match="one positive weight per component"):
+        MixtureReference([g], [0.5, 0.5])
