@@ -171,12 +171,13 @@ def prior_starts(target, full_target, rng, n):
     """``n`` exact prior draws of ``full_target`` in ``target``'s coordinates (the continuous ones where the
     discrete variables are summed out), or None where the prior cannot be drawn from (an improper prior, a
     distribution without a random generator, an ordered transform that its prior does not respect)."""
+    from ..model.backend import ONE_SHOT_MODE
     from ..model.reference import PriorReference
 
     if getattr(full_target, "improper_priors", None):
         return None
     try:
-        X = PriorReference(full_target).sample(rng, n)
+        X = PriorReference(full_target, mode=ONE_SHOT_MODE).sample(rng, n)
     except Exception:  # noqa: BLE001 -- any failure to draw from the prior: start from the initial point alone
         return None
     return X[:, target.continuous] if target is not full_target else X

@@ -236,6 +236,7 @@ def defensive_prior(target):
     whose mass ``1/K!`` is known)."""
     from ..model.mixture_reference import RenormalisedReference
     from ..model.prior_mass import ordered_exchangeable_log_mass, suspect_variables
+    from ..model.backend import ONE_SHOT_MODE
     from ..model.reference import PriorReference
 
     if not hasattr(target, "layout") or not hasattr(target.layout, "blocks") or not target.layout.blocks:
@@ -245,7 +246,7 @@ def defensive_prior(target):
     known = ordered_exchangeable_log_mass(target.model)
     if set(suspect_variables(target.model)) - set(known):
         return None
-    return RenormalisedReference(PriorReference(target), sum(known.values()), name="prior")
+    return RenormalisedReference(PriorReference(target, mode=ONE_SHOT_MODE), sum(known.values()), name="prior")
 
 
 def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock):

@@ -105,10 +105,11 @@ class PriorReference:
     log_z = 0.0
     min_acceptance = 0.05  # ordered variables by rejection: below this fraction of ordered draws, an error
 
-    def __init__(self, compiled: CompiledModel):
+    def __init__(self, compiled: CompiledModel, *, mode=None):
         self.compiled = compiled
         self.model = compiled.model
         self.dim = compiled.dim
+        self.mode = mode  # None: the model's own backend; "FAST_COMPILE" for a few hundred draws (no C compile)
         self._fn = None
         model = self.model
         self.ordered = [  # (name, flat slice, transform name) of the variables under an ordered transform
@@ -121,7 +122,7 @@ class PriorReference:
     def _build(self):
         # the model's own backend and compile clock (compile_mode= and compile_time cover the prior sampler)
         graph, self.sorted_names = _value_space_draw_graph(self.model)
-        self._fn = self.compiled._compile_inputs([], graph)
+        self._fn = self.compiled._compile_inputs([], graph, mode=self.mode)
         self._shared_rngs = [
             i.variable for i in self._fn.maker.inputs if isinstance(i.variable.type, RandomGeneratorType)
         ]

@@ -160,7 +160,7 @@ class ModeSummary:
     Attributes
     ----------
     labels : ndarray (n_chains,)
-        Each chain's mode.
+        Each chain's mode (-1: a cluster of negligible mass, left out).
     log_mass : ndarray (n_modes,)
         ``log Z_c``: log of the posterior mass near mode ``c`` times Z, by importance sampling from its component.
     log_mass_se : ndarray (n_modes,)
@@ -226,14 +226,18 @@ def mode_masses(compiled, components, rng: np.random.Generator, n_draws: int):
 
 
 def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int = 500, even_share: float = 0.5,
-                   threshold: float = 3.0, kind: str = "gaussian", defensive=None, defensive_weight: float = 0.2):
+                   min_mass: float = 1e-4, threshold: float = 3.0, kind: str = "gaussian", defensive=None,
+                   defensive_weight: float = 0.2):
     """The mixture reference over the modes the chains found, and a :class:`ModeSummary` of them.
 
-    Weights: ``(1 - even_share) m_c + even_share / n_modes`` with ``m_c`` the estimated relative masses: every mode
-    keeps particles even where its mass was underestimated, or where one wide component's importance-sampling mass
-    (it may cover several modes, or be noisy) would take nearly all of them. ``defensive``: a normalised reference that covers the whole
-    posterior (the prior), added with weight ``defensive_weight`` so that a path from the mixture can still find
-    a mode no chain visited (Hesterberg's defensive mixture); its mass is not estimated (it is not a mode).
+    Clusters whose estimated relative mass is below ``min_mass`` (chains in local modes of no weight, or still
+    drifting) are left out: they would take particles and add at most ``min_mass`` each to Z, which the path
+    still finds through the ``defensive`` component. Weights of the rest: ``(1 - even_share) m_c + even_share /
+    n_modes`` with ``m_c`` the estimated relative masses: every mode keeps particles even where its mass was
+    underestimated, or where one wide component's importance-sampling mass (it may cover several modes, or be
+    noisy) would take nearly all of them. ``defensive``: a normalised reference that covers the whole posterior
+    (the prior), added with weight ``defensive_weight`` so that a path from the mixture can still find a mode no
+    chain visited (Hesterberg's defensive mixture); its mass is not estimated (it is not a mode).
     """
     labels = cluster_chains(x, threshold)
     components = fit_mode_components(x, labels, kind=kind)
@@ -241,19 +245,24 @@ def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int =
     finite = np.isfinite(log_mass)
     if finite.any():
         rel = np.where(finite, np.exp(log_mass - logsumexp(log_mass[finite])), 0.0)
+        keep = rel >= min_mass
     else:
-        rel = np.full(log_mass.size, 1.0 / log_mass.size)
-    weights = (1 - even_share) * rel / rel.sum() + even_share / log_mass.size
+        rel, keep = np.full(log_mass.size, 1.0 / log_mass.size), np.ones(log_mass.size, bool)
+    kept = np.flatnonzero(keep)
+    relabel = np.full(log_mass.size, -1)
+    relabel[kept] = np.arange(kept.size)
+    rel = rel[kept] / rel[kept].sum()
+    weights = (1 - even_share) * rel + even_share / kept.size
+    components = [components[c] for c in kept]
     summary = ModeSummary(
-        labels=labels,
-        log_mass=log_mass,
-        log_mass_se=se,
-        pareto_khat=khat,
+        labels=relabel[labels],
+        log_mass=log_mass[kept],
+        log_mass_se=se[kept],
+        pareto_khat=khat[kept],
         location=np.array([c.mean for c in components]),
-        n_logp_evals=n_mass_draws * len(components),
+        n_logp_evals=n_mass_draws * log_mass.size,
     )
     name = f"mixture over {len(components)} mode{'s' if len(components) > 1 else ''}"
-    weights = weights / weights.sum()
     if defensive is not None:
         components = [*components, defensive]
         weights = np.append((1 - defensive_weight) * weights, defensive_weight)

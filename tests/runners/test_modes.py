@@ -7,7 +7,7 @@ import pymc as pm
 from scipy.special import logsumexp
 
 from pmz.model import compile_model
-from pmz.runners.modes import cluster_chains, fit_mode_components, mode_masses, mode_reference
+from pmz.runners.modes import climb, cluster_chains, fit_mode_components, mode_masses, mode_reference, new_modes
 
 
 def test_chains_in_one_mode_form_one_cluster():
@@ -54,3 +54,18 @@ def test_mode_masses_match_the_exact_masses():
     q, summary = mode_reference(compiled, x, rng)
     assert summary.n_modes == 2 and abs(q.weights[left] - (0.5 * 0.2 + 0.25)) < 0.02  # half mass, half even
     np.testing.assert_allclose(summary.masses_se, np.abs(summary.masses_se))  # finite, non-negative
+
+
+def test_climb_reaches_the_nearest_peak_and_new_modes_keeps_only_unseen_ones():
+    """Climbing from points on both sides of 0, and in the tails, ends at a peak (-4 or 4, within 0.05; a long
+    step may carry a point over the valley, so not always the nearer one); the chains sat at -4 only, so the peak
+    at 4 is the one new mode, represented once however many points climbed to it."""
+    compiled = _two_bumps(0.5)
+    starts = np.array([[-7.0], [-2.5], [1.0], [3.0], [9.0], [12.0]])  # (far out, logaddexp underflows: NaN)
+    points, values = climb(compiled, starts, np.ones(1))
+    np.testing.assert_allclose(np.abs(points[:, 0]), 4.0, atol=0.05)
+    assert (points[:, 0] > 0).sum() >= 2
+    rng = np.random.default_rng(5)
+    chains = (-4.0 + 0.5 * rng.normal(size=(4, 300)))[:, :, None]
+    found = new_modes(chains, cluster_chains(chains), points, values)
+    assert found.shape == (1, 1) and abs(found[0, 0] - 4.0) < 0.05
