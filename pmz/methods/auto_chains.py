@@ -161,9 +161,13 @@ def search_modes(target, full_target, draws, rng):
     more = continue_sampling(target, empty, rng, draws.n_draws, start=found)
     x = np.concatenate([draws.x, more.x])
     log_post = np.concatenate([draws.log_posterior, more.log_posterior])
+    by_chain = None
+    if draws.divergences_by_chain is not None and more.divergences_by_chain is not None:
+        by_chain = np.concatenate([draws.divergences_by_chain, more.divergences_by_chain])
     merged = replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
-                     divergences=draws.divergences + more.divergences, rhat=max_split_rhat(x, log_post),
-                     n_grad_evals=draws.n_grad_evals + more.n_grad_evals, seconds=draws.seconds + more.seconds)
+                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain,
+                     rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
+                     seconds=draws.seconds + more.seconds)
     return merged, k
 
 

@@ -461,7 +461,8 @@ def _seconds(name, value):
 @dataclass(frozen=True, kw_only=True)
 class AutoOptions(CommonOptions):
     """The default (``"auto"``): many-chain HMC, cross-fitted bridge sampling, a path from the fitted reference
-    where the overlap is poor, SMC from the prior where the chains disagree (pmz.methods.auto)."""
+    where the overlap is poor, SMC from a mixture over the modes where the chains sit in separate modes, SMC from
+    the prior where they diverge (pmz.methods.auto)."""
 
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
     n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)
@@ -469,7 +470,7 @@ class AutoOptions(CommonOptions):
     n_warmup: int = option(400, "warm-up iterations per chain", positive_int)
     target_se: float = option(0.03, "draw more (up to 8x) until the se is below this", positive_number)
     max_time: object = option(None, "time budget in seconds (None: none)", optional(_seconds))
-    max_rhat: float = option(1.05, "split R-hat above this: the chains disagree (tempered route)", positive_number)
+    max_rhat: float = option(1.05, "split R-hat above this: the chains disagree (modes route)", positive_number)
     max_khat: float = option(0.7, "Pareto k-hat above this: the reference's tails are too light", positive_number)
     min_overlap: float = option(0.2, "bridge overlap below this: add a path from the reference", positive_number)
     n_bootstrap: int = option(0, "bootstrap resamples (0: the two halves' agreement checks the se)",

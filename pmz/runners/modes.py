@@ -80,7 +80,8 @@ def _single_linkage(distance, threshold) -> np.ndarray:
 
 def climb(compiled, X, scale, *, n_steps: int = 100, first_step: float = 0.5):
     """Batched hill climbing on ``log p~`` from every row of ``X (n, dim)``: each point moves along its gradient
-    in the metric ``scale`` (per-coordinate lengths), ``x <- x + eta D g / |D g|``, ``D = diag(scale^2)``; a step
+    ``g`` in the metric ``scale`` (per-coordinate lengths), ``x <- x + eta D g / sqrt(g' D g)``,
+    ``D = diag(scale^2)`` (a step of length ``eta`` in units of ``scale``); a step
     that raises the density is kept and ``eta`` grows by 1.5, otherwise it is undone and ``eta`` halves. The
     normalised step makes it indifferent to the gradient's size (huge where a term overflows). One compiled
     gradient call per step for all points. Returns the points and their log densities (local maxima, near
@@ -231,8 +232,8 @@ def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int =
     """The mixture reference over the modes the chains found, and a :class:`ModeSummary` of them.
 
     Clusters whose estimated relative mass is below ``min_mass`` (chains in local modes of no weight, or still
-    drifting) are left out: they would take particles and add at most ``min_mass`` each to Z, which the path
-    still finds through the ``defensive`` component. Weights of the rest: ``(1 - even_share) m_c + even_share /
+    drifting) are left out: they would take particles and add at most ``min_mass`` each to Z (the ``defensive``
+    component, where there is one, still lets the path reach them). Weights of the rest: ``(1 - even_share) m_c + even_share /
     n_modes`` with ``m_c`` the estimated relative masses: every mode keeps particles even where its mass was
     underestimated, or where one wide component's importance-sampling mass (it may cover several modes, or be
     noisy) would take nearly all of them. ``defensive``: a normalised reference that covers the whole posterior
