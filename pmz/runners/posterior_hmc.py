@@ -8,9 +8,10 @@ what one costs, and the chains share what they learn during warm-up.
 Warm-up (Stan's windowed adaptation, with the metric estimated across all chains):
 
 1. a fast window: per-chain step size by dual averaging (Hoffman & Gelman 2014, eq 6; target acceptance 0.8);
-2. slow windows of ``25, 50, 100, ...`` iterations; after each, the metric becomes the covariance of the window's
-   draws pooled over all chains, ``Sigma = n/(n+5) S + 1e-3 * 5/(n+5) I`` (dense when ``dim <= dense_max``,
-   else its diagonal), and dual averaging restarts;
+2. slow windows of ``25, 50, 100, ...`` iterations; after each, the metric becomes the pooled within-chain
+   covariance of the window's draws (each chain's deviations about its own mean, so that chains in separate modes
+   do not stretch it), ``Sigma = n/(n+5) S + 1e-3 * 5/(n+5) I`` (dense when ``dim <= dense_max``, else its
+   diagonal), and dual averaging restarts;
 3. a final fast window.
 
 Leapfrog in whitened coordinates: ``x = L z`` with ``L L' = Sigma``, momentum ``p ~ N(0, I)``, so
@@ -19,9 +20,10 @@ Leapfrog in whitened coordinates: ``x = L z`` with ``L L' = Sigma``, momentum ``
 jittered by +-20% per chain and iteration. After warm-up the step sizes are frozen at their dual-averaging means
 and every iteration is kept.
 
-Chains start at PyMC's initial point plus uniform(-2, 2) jitter in the unconstrained space (PyMC's
-``jitter+adapt_diag`` start); starts with a non-finite log density are redrawn with less jitter, so vague priors
-whose forward draws underflow never block the start.
+Default starts (:func:`dispersed_starts`): PyMC's initial point plus uniform(-2, 2) jitter in the unconstrained
+space (PyMC's ``jitter+adapt_diag`` start); starts with a non-finite log density are redrawn with less jitter, so
+vague priors whose forward draws underflow never block the start. The default evidence route replaces half of
+them by exact prior draws (:func:`pmz.methods.auto_chains.finite_starts`).
 """
 
 from __future__ import annotations
