@@ -25,6 +25,7 @@ __all__ = [
     "calibrate_linear",
     "cpu_name",
     "existing_notes",
+    "pmz_run",
     "run_evidence",
     "update_doc",
 ]
@@ -100,6 +101,41 @@ def run_evidence(model, seed: int, **options):
     cpu = time.process_time() - c0
     messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and "pmz" in str(w.message)]
     return res, wall, cpu, messages
+
+
+def pmz_run(model, seed: int, method: str | None = None) -> dict:
+    """One quiet ``pmz.evidence`` call on ``model`` as a benchmark's cache record, timed around the call alone
+    (compilation included): ``wall``, ``log_z``, ``se``, ``method_used``, ``route`` (the default's route, or None),
+    ``reliable``, ``warnings`` (pmz's, deduplicated, each cut at 300 characters) and ``error`` (None, or the
+    exception of a failed call: a failed run is a result). ``method=None``: pmz's default method."""
+    import pmz
+
+    options = {} if method is None else {"method": method}
+    out = {"log_z": math.nan, "se": math.nan, "reliable": None, "route": None, "error": None, "method_used": method,
+           "warnings": []}
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = pmz.evidence(model, random_seed=seed, progressbar=False, **options)
+        out["wall"] = time.perf_counter() - t0
+        out["log_z"], out["se"] = float(res.log_z), float(res.log_z_se)
+        out["method_used"] = str(getattr(res, "method", method))
+        try:
+            out["route"] = res["evidence"].attrs.get("route")
+        except Exception:  # noqa: BLE001 -- a method without an evidence group
+            out["route"] = None
+        try:
+            reliable = getattr(res, "reliable", None)
+            out["reliable"] = None if reliable is None else bool(reliable)
+        except Exception as exc:  # noqa: BLE001 -- an attribute that raises counts as absent
+            out["warnings"].append(f"reliable raised {type(exc).__name__}: {exc}")
+        out["warnings"] += sorted({str(w.message)[:300] for w in caught if issubclass(w.category, UserWarning)
+                                   and "pmz" in (str(w.filename) + str(w.message))})
+    except Exception as exc:  # noqa: BLE001 -- a failed run is a result
+        out["wall"] = time.perf_counter() - t0
+        out["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    return out
 
 
 def calibrate_linear(

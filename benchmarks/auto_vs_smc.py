@@ -56,6 +56,7 @@ from _common import (  # noqa: E402
     fmt,
     load_cache,
     pmz_commit,
+    pmz_run,
     run_key,
     smc_log_marginal_likelihood,
     update_doc,
@@ -78,29 +79,7 @@ def heading(method: str) -> str:
 # ------------------------------------------------------------------------------------------------ runs
 def run_pmz(name: str, seed: int, method: str) -> dict:
     """One ``pmz.evidence`` call on a fresh model; times the call only (compilation included)."""
-    model = MODELS[name].build()
-    options = {} if method == DEFAULT_METHOD else {"method": method}
-    out = {"log_z": math.nan, "se": math.nan, "reliable": None, "error": None, "method_used": None, "warnings": []}
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = pmz.evidence(model, random_seed=seed, progressbar=False, **options)
-        out["wall"] = time.perf_counter() - t0
-        out["log_z"], out["se"] = float(res.log_z), float(res.log_z_se)
-        out["method_used"] = str(getattr(res, "method", method))
-        try:
-            reliable = getattr(res, "reliable", None)
-            out["reliable"] = None if reliable is None else bool(reliable)
-        except Exception as exc:  # noqa: BLE001 -- an attribute that raises counts as absent
-            out["reliable"] = None
-            out["warnings"].append(f"reliable raised {type(exc).__name__}: {exc}")
-        out["warnings"] += sorted({str(w.message)[:300] for w in caught if issubclass(w.category, UserWarning)
-                                   and "pmz" in (str(w.filename) + str(w.message))})
-    except Exception as exc:  # noqa: BLE001 -- a failed run is a result
-        out["wall"] = time.perf_counter() - t0
-        out["error"] = f"{type(exc).__name__}: {exc}"[:500]
-    return out
+    return pmz_run(MODELS[name].build(), seed, None if method == DEFAULT_METHOD else method)
 
 
 def run_smc(name: str, seed: int) -> dict:
