@@ -872,8 +872,9 @@ MODELS: dict[str, BenchmarkModel] = {m.name: m for m in [
 
 
 # ================================================================================================ long runs
-def _flat_logp(model):
-    """A vectorised log density (Jacobian included) of the flat unconstrained point, and the flat layout."""
+def _flat_logp(model, jacobian: bool = True):
+    """A vectorised log density of the flat unconstrained point, and the flat layout. ``jacobian=False``: without
+    the Jacobian of the value transforms (the density of the random variables themselves)."""
     import pytensor
     from pytensor.graph.replace import vectorize_graph
 
@@ -887,7 +888,7 @@ def _flat_logp(model):
         part = flat[:, start : start + size].reshape((flat.shape[0], *shape))
         replace[v] = part if v.dtype == "float64" else pt.round(part).astype(v.dtype)
         start += size
-    logp = vectorize_graph(model.logp(jacobian=True), replace=replace)
+    logp = vectorize_graph(model.logp(jacobian=jacobian), replace=replace)
     fn = pytensor.function([flat], logp)
     return fn, names, shapes, sizes
 

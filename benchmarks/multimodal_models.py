@@ -599,7 +599,7 @@ def _pymc_midpoint_uniform(model, lower: float, upper: float, m: int) -> float:
     The one free variable is ``x`` (shape 2) with the interval transform; its value variable is logit((x - lower) /
     (upper - lower)), so points of the x grid are passed through that map.
     """
-    fn, *_ = _flat_logp_nojac(model)
+    fn, *_ = _flat_logp(model, jacobian=False)
     h = (upper - lower) / m
     x = lower + (np.arange(m) + 0.5) * h
     u = special.logit((x - lower) / (upper - lower))
@@ -608,25 +608,6 @@ def _pymc_midpoint_uniform(model, lower: float, upper: float, m: int) -> float:
         a, b = np.meshgrid(u[i : i + 100], u, indexing="ij")
         parts.append(special.logsumexp(fn(np.column_stack([a.ravel(), b.ravel()]))))
     return float(special.logsumexp(parts) + 2 * np.log(h))
-
-
-def _flat_logp_nojac(model):
-    """As ``auto_models._flat_logp`` but without the Jacobian of the value transforms (density of the RVs)."""
-    import pytensor
-    from pytensor.graph.replace import vectorize_graph
-
-    ip = model.initial_point()
-    names = [v.name for v in model.value_vars]
-    shapes = [np.shape(ip[n]) for n in names]
-    sizes = [int(np.prod(s)) for s in shapes]
-    flat = pt.matrix("flat", dtype="float64")
-    replace, start = {}, 0
-    for v, shape, size in zip(model.value_vars, shapes, sizes):
-        part = flat[:, start : start + size].reshape((flat.shape[0], *shape))
-        replace[v] = part if v.dtype == "float64" else pt.round(part).astype(v.dtype)
-        start += size
-    fn = pytensor.function([flat], vectorize_graph(model.logp(jacobian=False), replace=replace))
-    return fn, names, shapes, sizes
 
 
 def _is_modes(model, starts, n_draws: int = 200_000, seed: int = 1, df: float = 5.0) -> tuple[float, float, float]:
