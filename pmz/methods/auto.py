@@ -64,6 +64,7 @@ from .auto_chains import (
     divergent,
     draws_from_posterior,
     finite_starts,
+    prior_reference,
     search_modes,
     separate_modes,
     stuck_chains,
@@ -165,6 +166,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     full_kernel = kernel if full_kernel is None else full_kernel
     clock = _Clock(options.max_time)
     sample_rng, bridge_rng, more_rng, path_rng, smc_rng, stuck_rng, search_rng = rng.spawn(7)
+    prior = prior_reference(full_target)
     with progress_bar(total=100, desc="auto: posterior draws", disable=not progressbar) as bar_:
 
         def progress(label, fraction):
@@ -179,7 +181,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             draws = sample_posterior(
                 target,
                 sample_rng,
-                starts=finite_starts(target, start_rng, options.n_chains, full_target),
+                starts=finite_starts(target, start_rng, options.n_chains, prior),
                 n_chains=options.n_chains,
                 n_draws=options.n_draws,
                 n_warmup=options.n_warmup,
@@ -236,11 +238,11 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         else:
             reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=False)
         if own_chains:
-            draws, n_new = search_modes(target, full_target, draws, search_rng)
+            draws, n_new = search_modes(target, prior, draws, search_rng)
             clock.mark(f"search for missed modes from {N_SEARCH} prior draws ({n_new} new chains)")
             if n_new:
                 reason += f"; a search from {N_SEARCH} prior draws found {n_new} more and ran a chain in each"
-        record = modes_route(target, draws, kernel, options, smc_rng, progressbar, reason, clock)
+        record = modes_route(target, draws, kernel, options, smc_rng, progressbar, reason, clock, prior)
         return _noted(record, clock, dropped, options.n_chains, target)
 
     user_draws = options.posterior is not None

@@ -35,6 +35,7 @@ __all__ = [
     "divergent",
     "draws_from_posterior",
     "finite_starts",
+    "prior_reference",
     "prior_starts",
     "search_modes",
     "separate_modes",
@@ -138,18 +139,18 @@ def stuck_chains(target, draws, rng) -> np.ndarray:
     return negligible[labels]
 
 
-def search_modes(target, full_target, draws, rng):
+def search_modes(target, prior, draws, rng):
     """Look for modes the chains missed (chains found several already): climb from ``N_SEARCH`` exact prior
     draws (:func:`pmz.runners.modes.climb`), keep the peaks that lie in none of the chains' clusters and are not
     far below the chains' highest density (``SEARCH_DROP + dim`` nats), and run one new chain from each (as many
     draws as the others, the same step size and metric). Returns the draws with the new chains appended and
     how many were added."""
-    prior = prior_starts(target, full_target, rng, N_SEARCH)
-    if prior is None:
+    starts = prior_starts(target, prior, rng, N_SEARCH)
+    if starts is None:
         return draws, 0
     metric = np.asarray(draws.metric)
     scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
-    points, values = climb(target, prior, scale)
+    points, values = climb(target, starts, scale)
     floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
     found = new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)[: draws.n_chains]
     if found.shape[0] == 0:
@@ -171,23 +172,32 @@ def search_modes(target, full_target, draws, rng):
     return merged, k
 
 
-def prior_starts(target, full_target, rng, n):
-    """``n`` exact prior draws of ``full_target`` in ``target``'s coordinates (the continuous ones where the
-    discrete variables are summed out), or None where the prior cannot be drawn from (an improper prior, a
-    distribution without a random generator, an ordered transform that its prior does not respect)."""
+def prior_reference(full_target):
+    """The prior of the model as written, for a few hundred exact draws (compiled with ``ONE_SHOT_MODE``), or None
+    where a prior is improper. One per call of the default, shared by the starts, the mode search and the modes
+    route's defensive component (its draw function compiles once)."""
     from ..model.backend import ONE_SHOT_MODE
     from ..model.reference import PriorReference
 
     if getattr(full_target, "improper_priors", None):
         return None
+    return PriorReference(full_target, mode=ONE_SHOT_MODE)
+
+
+def prior_starts(target, prior, rng, n):
+    """``n`` exact draws of ``prior`` (:func:`prior_reference`) in ``target``'s coordinates (the continuous ones
+    where the discrete variables are summed out), or None where the prior cannot be drawn from (an improper
+    prior, a distribution without a random generator, an ordered transform that its prior does not respect)."""
+    if prior is None:
+        return None
     try:
-        X = PriorReference(full_target, mode=ONE_SHOT_MODE).sample(rng, n)
+        X = prior.sample(rng, n)
     except Exception:  # noqa: BLE001 -- any failure to draw from the prior: start from the initial point alone
         return None
-    return X[:, target.continuous] if target is not full_target else X
+    return X[:, target.continuous] if target is not prior.compiled else X
 
 
-def finite_starts(compiled, rng, n, full_target=None):
+def finite_starts(compiled, rng, n, prior=None):
     """Dispersed starting points: half of them exact prior draws (:func:`prior_starts`: chains that start all
     over the prior find modes far from PyMC's initial point), the others PyMC's initial point with jitter
     (:func:`pmz.runners.posterior_hmc.dispersed_starts`, which also replaces prior draws where the log density is
@@ -196,13 +206,13 @@ def finite_starts(compiled, rng, n, full_target=None):
     of them."""
     jitter_rng, prior_rng = rng.spawn(2)
     X, value = dispersed_starts(compiled, jitter_rng, n)
-    prior = prior_starts(compiled, compiled if full_target is None else full_target, prior_rng, n // 2)
-    if prior is not None:
-        prior_value, _ = log_posterior_and_grad(compiled, prior)  # -inf where the value or a gradient is not finite
+    drawn = prior_starts(compiled, prior, prior_rng, n // 2)
+    if drawn is not None:
+        prior_value, _ = log_posterior_and_grad(compiled, drawn)  # -inf where the value or a gradient is not finite
         finite = np.isfinite(prior_value)
         # chains 0, 3, 4, 7, 8, ...: each half of the bridge (even and odd chains) gets starts of both kinds
-        rows = np.flatnonzero(np.isin(np.arange(n) % 4, (0, 3)))[: prior.shape[0]][finite]
-        X[rows], value[rows] = prior[finite], prior_value[finite]
+        rows = np.flatnonzero(np.isin(np.arange(n) % 4, (0, 3)))[: drawn.shape[0]][finite]
+        X[rows], value[rows] = drawn[finite], prior_value[finite]
         # a prior draw far in the likelihood's tail (a gradient of size 1e4 and more) leaves HMC no step size that
         # moves: climb such starts first (:func:`pmz.runners.modes.climb`), until they are in the others' range
         far = np.isfinite(value) & (value < np.nanmax(value) - _FAR_BELOW - compiled.dim)

@@ -229,31 +229,28 @@ def tempered_route(family, kernel, options, rng, progressbar, target, reason, cl
     )
 
 
-def defensive_prior(target):
-    """The prior as a normalised reference for the modes route's mixture, or None where it cannot serve: the
-    discrete variables were summed out, a prior is improper, or a prior density may not integrate to one for a
-    reason pmz cannot correct (``pmz.model.prior_mass.suspect_variables`` other than ordered exchangeable ones,
-    whose mass ``1/K!`` is known)."""
+def defensive_prior(target, prior):
+    """``prior`` (:func:`pmz.methods.auto_chains.prior_reference`) as a normalised reference for the modes route's
+    mixture, or None where it cannot serve: no prior, the discrete variables were summed out (``target`` is not the
+    prior's model), or a prior density may not integrate to one for a reason pmz cannot correct
+    (``pmz.model.prior_mass.suspect_variables`` other than ordered exchangeable ones, whose mass ``1/K!`` is
+    known)."""
     from ..model.mixture_reference import RenormalisedReference
     from ..model.prior_mass import ordered_exchangeable_log_mass, suspect_variables
-    from ..model.backend import ONE_SHOT_MODE
-    from ..model.reference import PriorReference
 
-    if not hasattr(target, "layout") or not hasattr(target.layout, "blocks") or not target.layout.blocks:
-        return None
-    if getattr(target, "improper_priors", None):
+    if prior is None or prior.compiled is not target:
         return None
     known = ordered_exchangeable_log_mass(target.model)
     if set(suspect_variables(target.model)) - set(known):
         return None
-    return RenormalisedReference(PriorReference(target, mode=ONE_SHOT_MODE), sum(known.values()), name="prior")
+    return RenormalisedReference(prior, sum(known.values()), name="prior")
 
 
-def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock):
+def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock, prior=None):
     """SMC with adaptive tempering along ``q^(1-b) p~^b`` from the mixture over the chains' modes and the prior
     (step 6)."""
     mass_rng, run_rng, est_rng, post_rng = rng.spawn(4)
-    q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target))
+    q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target, prior))
     clock.mark(f"mixture reference over {modes.n_modes} mode(s)")
     record, est = _smc_runs(GeometricPath(target, q), kernel, q, options, run_rng, est_rng, progressbar, target)
     est = assess(est, record)

@@ -30,6 +30,7 @@ from scipy.special import logsumexp
 from ..model.mixture_reference import MixtureReference
 from ..model.reference import GaussianReference, StudentTReference
 from ..sample_diagnostics import pareto_khat
+from ..weights import log_mean_weight, log_mean_weight_se
 
 __all__ = [
     "ModeSummary",
@@ -54,9 +55,15 @@ def cluster_chains(x, threshold: float = 3.0) -> np.ndarray:
     """
     x = np.asarray(x, dtype=float)
     means = x.mean(axis=1)
-    within = np.median(x.std(axis=1, ddof=1), axis=0)
-    within = np.where(within > 0, within, 1.0)
+    within = _within_sd(x)
     return _single_linkage(np.max(np.abs(means[:, None, :] - means[None, :, :]) / within, axis=2), threshold)
+
+
+def _within_sd(x) -> np.ndarray:
+    """Per coordinate, the median over chains of each chain's sd (1 where it is 0): the unit of the distances
+    between chains (a few wide or stuck chains do not change it)."""
+    within = np.median(x.std(axis=1, ddof=1), axis=0)
+    return np.where(within > 0, within, 1.0)
 
 
 def _single_linkage(distance, threshold) -> np.ndarray:
@@ -110,8 +117,7 @@ def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_dens
     (:func:`cluster_chains`' distance) from every cluster's mean, grouped by the same single linkage, each group
     represented by its highest point; only points with log density above ``min_log_density``."""
     x = np.asarray(x, dtype=float)
-    within = np.median(x.std(axis=1, ddof=1), axis=0)
-    within = np.where(within > 0, within, 1.0)
+    within = _within_sd(x)
     means = np.array([x[labels == c].reshape(-1, x.shape[2]).mean(axis=0) for c in range(int(labels.max()) + 1)])
     keep = np.isfinite(values) & (values > min_log_density)
     points, values = points[keep], values[keep]
@@ -203,7 +209,8 @@ class ModeSummary:
 
 
 def mode_masses(compiled, components, rng: np.random.Generator, n_draws: int):
-    """``log Z_c = log mean_i p~(x_i) / q_c(x_i)``, ``x_i ~ q_c``, with se and k-hat for every component.
+    """``log Z_c = log mean_i p~(x_i) / q_c(x_i)``, ``x_i ~ q_c``, with its delta-method se
+    (:func:`pmz.weights.log_mean_weight_se`) and k-hat for every component.
 
     One compiled log-density call for all components' draws. Returns ``(log_mass, log_mass_se, khat)``."""
     draws = [component.sample(rng, n_draws) for component in components]
@@ -213,16 +220,10 @@ def mode_masses(compiled, components, rng: np.random.Generator, n_draws: int):
     for c, component in enumerate(components):
         log_w = log_p[c] - component.log_density(draws[c])
         log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
-        lse = logsumexp(log_w)
-        log_mass.append(lse - np.log(n_draws))
-        if np.isfinite(lse):
-            w = np.exp(log_w - lse)
-            ess = 1.0 / np.sum(w**2)
-            se.append(float(np.sqrt(max(1.0 / ess - 1.0 / n_draws, 0.0))))
-            khat.append(float(pareto_khat(log_w)))
-        else:
-            se.append(np.inf)
-            khat.append(np.inf)
+        log_mass.append(log_mean_weight(log_w))
+        finite = np.isfinite(log_mass[-1])
+        se.append(log_mean_weight_se(log_w) if finite else np.inf)
+        khat.append(float(pareto_khat(log_w)) if finite else np.inf)
     return np.array(log_mass), np.array(se), np.array(khat)
 
 
