@@ -2,7 +2,10 @@
 
 In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.methods.auto_routes`):
 
-0. **Discrete unknowns.** Finite discrete free variables whose joint support has at most
+0. **Discrete unknowns.** When every free variable is discrete and their joint values number at most
+   :data:`pmz.model.discrete_sum.MAX_STATES` (a single unbounded one, such as a Poisson count, over the window
+   where its terms are not negligible), log Z is their exact sum, with exact posterior draws: the **sum route**.
+   Otherwise finite discrete free variables whose joint support has at most
    :data:`pmz.model.discrete_sum.MAX_CONFIGURATIONS` values are summed out exactly (:mod:`pmz.model.discrete_sum`,
    log Z unchanged) and every step below runs on the summed model; their posterior draws come from the exact
    conditionals. Larger or unbounded supports go to the tempered route (step 7).
@@ -78,6 +81,7 @@ from .auto_routes import (
     modes_route,
     pair_se,
     path_route,
+    sum_route,
     tempered_route,
 )
 
@@ -128,16 +132,27 @@ def _noted(record, clock, dropped, n_chains, target):
 def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     """Run the auto route on a compiled PyMC model (see the module docstring).
 
-    Discrete free variables whose joint support has at most
+    A model whose free variables are all discrete, with at most :data:`pmz.model.discrete_sum.MAX_STATES` joint
+    values, is summed exactly (the sum route, :func:`pmz.methods.auto_routes.sum_route`). Otherwise discrete free
+    variables whose joint support has at most
     :data:`pmz.model.discrete_sum.MAX_CONFIGURATIONS` values are summed out exactly
     (:mod:`pmz.model.discrete_sum`) and the continuous routes run on the summed model (log Z unchanged); the
     posterior draws then get their discrete values from the exact conditionals. Larger or unbounded discrete
     supports go to the tempered route."""
-    from ..model.discrete_sum import MAX_CONFIGURATIONS, discrete_sum
+    from ..model.discrete_sum import MAX_CONFIGURATIONS, discrete_enumeration, discrete_sum
 
     if not target.layout.discrete_mask.any():
         return _run_continuous(family, kernel, options, rng, progressbar, target, target)
     names = [b.rv_name for b in target.layout.blocks if b.discrete]
+    if target.layout.discrete_mask.all():
+        clock = _Clock(options.max_time)
+        enumeration = discrete_enumeration(target)
+        if enumeration is not None:
+            clock.mark(f"sum over {enumeration.n_states} joint values")
+            record = sum_route(enumeration, names, options, rng.spawn(1)[0])
+            if options.posterior is not None:
+                record.reason += "; the draws given as posterior= are not needed (the posterior draws are exact)"
+            return _noted(record, clock, 0, options.n_chains, target)
     summed = discrete_sum(target) if options.posterior is None else None
     if summed is None:
         why = ("draws given as posterior= with discrete variables" if options.posterior is not None else
@@ -322,7 +337,10 @@ def _ordered_warning(fields, log_z) -> str:
 def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
     """The route's estimate with both estimates, the route and its reason in the diagnostics."""
     ests = record.estimates  # each already carries its own verdict and honest se (pmz.reliability)
-    if record.route == "bridge":
+    if record.route == "sum":
+        first, second, names = ests["sum"], None, ["sum"]
+        log_z, se = first.log_z, 0.0
+    elif record.route == "bridge":
         a, b = ests["bridge_a"], ests["bridge_b"]
         log_z = 0.5 * (a.log_z + b.log_z)
         se = pair_se([a, b])
@@ -336,7 +354,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         name = record.primary  # "smc_modes" or "smc"
         first = ests[name]
         log_z, se, second, names = first.log_z, first.log_z_se, None, [name]
-    used = {"bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"), "modes": ("smc_modes",),
+    used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"), "modes": ("smc_modes",),
             "tempered": ("smc",)}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
     if record.unreliable:

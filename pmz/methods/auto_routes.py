@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..estimators.bar import bar
+from ..model.discrete_sum import WINDOW_TOLERANCE
 from ..families import GeometricPath
 from ..reliability import assess
 from ..runners.bridge_sampling import fit_reference, run_bridge
@@ -32,6 +33,7 @@ __all__ = [
     "modes_route",
     "pair_se",
     "path_route",
+    "sum_route",
     "tempered_route",
 ]
 
@@ -43,7 +45,7 @@ class AutoRecord:
     Attributes
     ----------
     route : str
-        ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
+        ``"sum"``, ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
     reason : str
         One line: why this route.
     estimates : dict name -> EvidenceEstimate
@@ -266,6 +268,28 @@ def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock,
         divergences=draws.divergences,
         n_posterior_draws=draws.n_chains * draws.n_draws,
         modes=modes,
+    )
+
+
+def sum_route(enumeration, names, options, rng) -> AutoRecord:
+    """Every free variable is discrete and their joint values few enough: ``log Z = logsumexp_k log p~(k)`` exactly
+    (:class:`pmz.model.discrete_sum.DiscreteEnumeration`, se 0), and ``n_chains x n_draws`` exact posterior draws."""
+    from ..estimate_diagnostics import Diagnostics
+    from ..records import EvidenceEstimate
+
+    reason = (f"every free variable is discrete ({', '.join(names)}): their {enumeration.n_states} joint values "
+              "are summed exactly")
+    if enumeration.window is not None:
+        lo, hi = enumeration.window
+        reason += (f" over the window {lo}..{hi} of an unbounded support (the terms at both ends are more than "
+                   f"{WINDOW_TOLERANCE:g} nats below the largest and falling; the rest is taken as negligible)")
+    estimate = EvidenceEstimate(log_z=enumeration.log_z, log_z_se=0.0, method="sum", diagnostics=Diagnostics())
+    return AutoRecord(
+        route="sum",
+        reason=reason,
+        estimates={"sum": estimate},
+        primary="sum",
+        smc_posterior=enumeration.draw(rng, (options.n_chains, options.n_draws)),
     )
 
 

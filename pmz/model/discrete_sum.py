@@ -26,9 +26,12 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["DiscreteSum", "discrete_sum", "discrete_support"]
+__all__ = ["DiscreteEnumeration", "DiscreteSum", "discrete_enumeration", "discrete_sum", "discrete_support"]
 
 MAX_CONFIGURATIONS = 1024
+MAX_STATES = 1 << 20  # a model with discrete variables only is summed exactly up to this many joint values
+WINDOW_TOLERANCE = 40.0  # nats: an unbounded support's window ends where its terms are this far below the largest
+_BLOCK = 1 << 14  # states per compiled density call when enumerating
 _MAX_VALUES = 4096  # a discrete entry with bounded support of more values than this is not enumerated
 
 
@@ -52,6 +55,125 @@ def discrete_support(layout) -> list | None:
             v = np.arange(low, high + 1, dtype=float)
         out.append(np.asarray(v, dtype=float))
     return out
+
+
+def discrete_enumeration(compiled, max_states: int = MAX_STATES):
+    """A model whose free variables are all discrete, summed exactly: ``log Z = logsumexp_k log p~(k)`` over every
+    joint value (a :class:`DiscreteEnumeration`), or None when there are more than ``max_states`` of them.
+
+    Finite supports are enumerated whole. A single discrete variable of unbounded (or very large) support, such as a
+    Poisson count, is summed over a window of consecutive values grown from PyMC's initial point
+    (:func:`support_window`) until the terms at both ends are ``WINDOW_TOLERANCE`` nats below the largest and falling;
+    what lies beyond is taken as negligible, an assumption the result states."""
+    layout = compiled.layout
+    if not layout.discrete_mask.all():
+        return None
+    support = discrete_support(layout)
+    window = None
+    if support is None:
+        if compiled.dim != 1:
+            return None
+        (low, high), = layout.discrete_bounds()
+        window = support_window(lambda k: _total(compiled, k[:, None]), compiled.initial_point()[0], low, high,
+                                max_states)
+        if window is None:
+            return None
+        support = [np.arange(window[0], window[1] + 1, dtype=float)]
+    sizes = np.array([s.size for s in support], dtype=float)
+    if np.prod(sizes) > max_states:
+        return None
+    return DiscreteEnumeration(compiled, support, window)
+
+
+def _total(compiled, X) -> np.ndarray:
+    """``log p~`` of joint values, through the quickly compiled density where the model has one."""
+    log_densities = getattr(compiled, "log_densities_one_shot", compiled.log_densities)
+    lp, ll = log_densities(np.asarray(X, dtype=float))
+    total = np.asarray(lp + ll, dtype=float)
+    return np.where(np.isnan(total), -np.inf, total)
+
+
+def support_window(log_f, centre, low, high, max_values: int = MAX_STATES, tolerance: float = WINDOW_TOLERANCE,
+                   start: int = 256):
+    """``(lo, hi)``: consecutive integers around ``centre`` (within ``[low, high]``) outside which ``log_f`` is
+    negligible: grown by doubling on each side until the end term is ``tolerance`` nats below the largest term and
+    lower than its neighbour (or the end is the support's bound). None when that needs more than ``max_values``.
+
+    >>> from scipy import stats
+    >>> support_window(lambda k: stats.poisson.logpmf(k, 1000.0), 1000.0, 0, np.inf)
+    (231, 1769)
+    """
+    centre = float(np.clip(np.round(centre if np.isfinite(centre) else 0.0), low, high))
+    lo, hi = max(low, centre - start), min(high, centre + start)
+    terms = np.asarray(log_f(np.arange(lo, hi + 1, dtype=float)), dtype=float)
+    while True:
+        top = terms.max()
+
+        def done(end, neighbour, at_bound):
+            return at_bound or (np.isfinite(top) and end < top - tolerance and end <= neighbour)
+
+        left_done = done(terms[0], terms[min(1, terms.size - 1)], lo <= low)
+        right_done = done(terms[-1], terms[max(terms.size - 2, 0)], hi >= high)
+        if left_done and right_done:
+            return int(lo), int(hi)
+        width = hi - lo + 1
+        if 2 * width > max_values:
+            return None
+        if not left_done:
+            new_lo = max(low, lo - width)
+            terms = np.r_[np.asarray(log_f(np.arange(new_lo, lo, dtype=float)), dtype=float), terms]
+            lo = new_lo
+        if not right_done:
+            new_hi = min(high, hi + width)
+            terms = np.r_[terms, np.asarray(log_f(np.arange(hi + 1, new_hi + 1, dtype=float)), dtype=float)]
+            hi = new_hi
+
+
+class DiscreteEnumeration:
+    """Every joint value of a model's discrete free variables and its ``log p~``: ``log Z`` exactly, and exact
+    posterior draws.
+
+    Joint value ``s`` has coordinate ``i`` equal to ``support[i][(s // r_i) mod n_i]`` with ``r_i`` the product of the
+    sizes after ``i`` (the order of ``itertools.product``). The densities are evaluated in blocks of ``_BLOCK`` rows,
+    one compiled call each; only the ``log p~`` of each value is kept.
+
+    Attributes
+    ----------
+    log_terms : ndarray (n_states,)
+    log_z : float
+        ``logsumexp(log_terms)``.
+    window : (int, int) or None
+        The window of an unbounded support (:func:`support_window`), None when every support is finite.
+    """
+
+    def __init__(self, compiled, support, window=None):
+        self.compiled = compiled
+        self.support = [np.asarray(s, dtype=float) for s in support]
+        self.window = window
+        sizes = np.array([s.size for s in self.support], dtype=np.int64)
+        self._radix = np.r_[np.cumprod(sizes[::-1])[::-1][1:], 1].astype(np.int64)
+        self._sizes = sizes
+        self.n_states = int(np.prod(sizes))
+        self.log_terms = np.concatenate([
+            _total(compiled, self.states(np.arange(start, min(start + _BLOCK, self.n_states))))
+            for start in range(0, self.n_states, _BLOCK)
+        ])
+        self.log_z = float(logsumexp(self.log_terms))
+
+    def states(self, index) -> np.ndarray:
+        """Joint values ``(len(index), dim)`` of the given state numbers."""
+        index = np.asarray(index, dtype=np.int64)
+        digits = (index[:, None] // self._radix[None, :]) % self._sizes[None, :]
+        return np.stack([s[d] for s, d in zip(self.support, digits.T)], axis=1)
+
+    def draw(self, rng: np.random.Generator, shape) -> np.ndarray:
+        """Exact posterior draws ``(*shape, dim)``: state numbers drawn with probabilities ``exp(log_terms - log_z)``."""
+        p = np.exp(self.log_terms - self.log_z)
+        index = rng.choice(self.n_states, size=int(np.prod(shape)), p=p / p.sum())
+        return self.states(index).reshape(*shape, -1)
+
+    def __repr__(self):
+        return f"DiscreteEnumeration({self.n_states} joint values, log Z = {self.log_z:.6f})"
 
 
 def discrete_sum(compiled, max_configurations: int = MAX_CONFIGURATIONS):

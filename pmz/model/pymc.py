@@ -280,6 +280,16 @@ class CompiledModel:
         self.n_logp_evals += len(lp)
         return lp, ll
 
+    def log_densities_one_shot(self, X):
+        """:meth:`log_densities` compiled with :data:`pmz.model.backend.ONE_SHOT_MODE` (no C or JIT compile): for a
+        few large batches, such as an exact sum over a discrete model's joint values, where compiling costs more than
+        evaluating."""
+        if getattr(self, "_fn_value_one_shot", None) is None:
+            self._fn_value_one_shot = self._compile_inputs([self._X], [self._lp, self._ll], mode=ONE_SHOT_MODE)
+        lp, ll = self._blocked(self._fn_value_one_shot, X, 2)
+        self.n_logp_evals += len(lp)
+        return lp, ll
+
     def log_densities_once(self, X):
         """:meth:`log_densities` for a one-off batch: through the gradient function when only that one is compiled
         (a second compile costs seconds, the gradients on one batch milliseconds)."""
