@@ -66,9 +66,10 @@ def evidence(
         The model; default: the model of the current ``with`` context.
     method : str
         ``"auto"`` (default): posterior draws from many HMC chains, cross-fitted bridge sampling from a fitted
-        Gaussian, a path from that Gaussian where the overlap is poor, SMC from a mixture over the modes where
-        the chains sit in separate modes and SMC from the prior where they diverge; small discrete supports are
-        summed out (see :mod:`pmz.methods.auto`).
+        Gaussian, a path from that Gaussian where the overlap is poor, importance sampling or SMC from a mixture
+        over the modes where the chains sit in separate modes and SMC from the prior where they diverge; small
+        discrete supports are summed out, and a model of discrete variables only with few joint values is summed
+        exactly (see :mod:`pmz.methods.auto`).
         ``"bar"``: forward and reverse annealing along the power posterior ``prior x likelihood^beta``
         (or a geometric path from ``reference``), Bennett acceptance ratio (Habeck 2017). ``"ais"``: forward
         only, Jarzynski. ``"raise"``: reverse only. ``"cumulant"``, ``"bounds"``, ``"histogram"`` (posterior over

@@ -69,8 +69,8 @@ def _smc_run(name):
 
 _AUTO = (
     "the default: posterior draws from many HMC chains, cross-fitted bridge sampling, a path from the fitted "
-    "reference where the overlap is poor, SMC from a mixture over the modes where the chains sit in separate modes, "
-    "SMC from the prior where they diverge"
+    "reference where the overlap is poor, importance sampling or SMC from a mixture over the modes where the chains "
+    "sit in separate modes, SMC from the prior where they diverge, the exact sum over a small all-discrete support"
 )
 
 METHODS: dict[str, Method] = {

@@ -38,9 +38,12 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    chains' clusters. Each cluster then gets a Gaussian component fitted to its draws and a mass estimated by
    importance sampling from it (not the chains' proportions, which follow the starts); the mixture of the
    components (weights half the masses, half even) and of the prior (weight 0.2, so that a mode no chain found
-   can still be reached) is the reference of a geometric path ``q^(1-b) p~^b`` to the posterior, run by
-   resample-move SMC with adaptive tempering. Its estimate is unbiased for Z whatever the weights, and a
-   reference this close needs few temperatures. Independent runs give the se.
+   can still be reached) is the reference ``q``. Where its importance weights ``p~ / q`` are well behaved (Kish
+   ESS at least 10% of the draws, Pareto k-hat at most ``max_khat``, on a pilot and on all draws), the estimate
+   is importance sampling ``Z = E_q[p~ / q]`` from 2^16 exact draws of ``q``, two independent halves giving the
+   check (:func:`pmz.methods.auto_routes.importance_from_reference`); otherwise a geometric path
+   ``q^(1-b) p~^b`` to the posterior, run by resample-move SMC with adaptive tempering, independent runs giving
+   the se. Both are unbiased for Z whatever the weights, and a reference this close needs few temperatures.
 7. **Tempered route.** Resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
    runs giving the se.
 
@@ -58,7 +61,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..estimate_diagnostics import AutoDiagnostics, WorkDiagnostics
+from ..estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnostics
 from ..records import EvidenceEstimate
 from ..runners.posterior_hmc import continue_sampling, sample_posterior
 from .auto_chains import (
@@ -350,11 +353,16 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         first, second = ests["path_a"], ests["path_b"]
         log_z, se = ests["path"].log_z, max(ests["path"].log_z_se, combined_se([first, second]))
         names = ["path_a", "path_b"]
+    elif record.primary == "is_modes":  # the modes route by importance sampling: the pool and its two halves
+        first, second = ests["is_a"], ests["is_b"]
+        log_z, se = ests["is_modes"].log_z, ests["is_modes"].log_z_se
+        names = ["is_a", "is_b"]
     else:
         name = record.primary  # "smc_modes" or "smc"
         first = ests[name]
         log_z, se, second, names = first.log_z, first.log_z_se, None, [name]
-    used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"), "modes": ("smc_modes",),
+    used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"),
+            "modes": ("is_modes", "is_a", "is_b") if record.primary == "is_modes" else ("smc_modes",),
             "tempered": ("smc",)}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
     if record.unreliable:
@@ -378,7 +386,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         warnings.append(_ordered_warning(prior_fields, log_z))
     draws = record.draws
     work = {name: est.diagnostics for name, est in ests.items() if isinstance(est.diagnostics, WorkDiagnostics)}
-    smc = first.diagnostics if record.route in ("modes", "tempered") else None  # the runs' spread, ...
+    smc = first.diagnostics if isinstance(first.diagnostics, SMCDiagnostics) else None  # the runs' spread, ...
     modes = record.modes
     diagnostics = AutoDiagnostics(
         route=record.route,
@@ -410,7 +418,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         log_z=float(log_z),
         log_z_se=float(se),
         method="auto",
-        log_z_draws=first.log_z_draws if record.route in ("modes", "tempered") else None,
+        log_z_draws=first.log_z_draws if smc is not None else None,
         diagnostics=diagnostics,
         warnings=warnings,
         reliable=not reasons,

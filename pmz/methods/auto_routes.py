@@ -1,8 +1,9 @@
 """``method="auto"``: the routes to an estimate (:mod:`pmz.methods.auto`).
 
 Cross-fitted bridge sampling from a Gaussian fitted to the chains; a geometric path from that Gaussian where the
-overlap is poor; SMC from a mixture over the modes the chains found (and the prior) where they sit in separate
-modes; SMC from the prior where the chains cannot be trusted.
+overlap is poor; importance sampling or SMC from a mixture over the modes the chains found (and the prior) where
+they sit in separate modes; SMC from the prior where the chains cannot be trusted; the exact sum where every
+free variable is discrete and their joint values few.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from ..runners.starts import evenly_spaced
 from ..sample_diagnostics import pareto_khat
 from ..weights import systematic_resample
 
+N_IMPORTANCE = 1 << 16  # the modes route's importance draws: about the gradient evaluations of the chains' warm-up
+N_PILOT = 1 << 12
+
 __all__ = [
     "AutoRecord",
+    "importance_from_reference",
     "bridge_ok",
     "bridge_pair",
     "combined_se",
@@ -249,26 +254,106 @@ def defensive_prior(target, prior):
 
 
 def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock, prior=None):
-    """SMC with adaptive tempering along ``q^(1-b) p~^b`` from the mixture over the chains' modes and the prior
-    (step 6)."""
-    mass_rng, run_rng, est_rng, post_rng = rng.spawn(4)
+    """From the mixture ``q`` over the chains' modes and the prior (step 6): importance sampling from ``q`` where
+    its weights are well behaved (:func:`importance_from_reference`), else SMC with adaptive tempering along
+    ``q^(1-b) p~^b``."""
+    mass_rng, run_rng, est_rng, post_rng, is_rng = rng.spawn(5)
     q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target, prior))
     clock.mark(f"mixture reference over {modes.n_modes} mode(s)")
+    chains = dict(rhat=draws.rhat, divergences=draws.divergences, n_posterior_draws=draws.n_chains * draws.n_draws,
+                  modes=modes)
+    estimates, records, posterior, why_not = importance_from_reference(target, q, is_rng, options.max_khat)
+    if estimates:
+        pooled = estimates["is_modes"].diagnostics
+        clock.mark(f"importance sampling from the mixture reference ({pooled.n_paths} draws)")
+        return AutoRecord(
+            route="modes",
+            reason=(f"{reason}; importance sampling from the mixture reference (ESS {pooled.ess_fraction:.0%} of "
+                    f"{pooled.n_paths} draws, Pareto k-hat {pooled.pareto_khat:.2f})"),
+            estimates=estimates,
+            records=records,
+            primary="is_modes",
+            smc_posterior=posterior,
+            **chains,
+        )
     record, est = _smc_runs(GeometricPath(target, q), kernel, q, options, run_rng, est_rng, progressbar, target)
     est = assess(est, record)
     clock.mark("modes route (SMC from the mixture reference)")
     return AutoRecord(
         route="modes",
-        reason=reason,
+        reason=f"{reason}; SMC from the mixture reference ({why_not})",
         estimates={"smc_modes": est},
         records={"smc_modes": record},
         primary="smc_modes",
         smc_posterior=equally_weighted_runs(record, post_rng),
-        rhat=draws.rhat,
-        divergences=draws.divergences,
-        n_posterior_draws=draws.n_chains * draws.n_draws,
-        modes=modes,
+        **chains,
     )
+
+
+def importance_from_reference(target, q, rng, max_khat, *, n_draws: int = N_IMPORTANCE, n_pilot: int = N_PILOT):
+    """Importance sampling from a normalised reference ``q``: ``Z = E_q[p~(x) / q(x)]`` from two independent halves
+    of ``n_draws`` exact draws of ``q`` (fewer where ``dim`` is large: at most 2^24 stored numbers), each with its
+    delta-method se, and their pool.
+
+    It answers only where its error bar can be trusted: a pilot of ``n_pilot`` draws, then the pool, must have a
+    Kish ESS of at least ``MIN_ESS_FRACTION`` of the draws (:data:`pmz.reliability.MIN_ESS_FRACTION`) and a Pareto
+    k-hat of the largest weights at most ``max_khat`` (Vehtari et al., PSIS: above it the weights' variance is not to
+    be trusted). The defensive prior component of the modes route's mixture bounds the weights by the likelihood.
+
+    Returns ``(estimates, records, posterior, why_not)``: estimates ``is_modes`` (the pool), ``is_a``, ``is_b``,
+    their forward records (one step from q to the posterior), four chains of equally weighted posterior draws
+    (systematic resampling within each quarter of the draws), and ``why_not`` (empty dicts and a reason when the
+    weights fail the checks)."""
+    pilot, _ = _importance_draws(target, q, rng, n_pilot)
+    why_not = _weights_fail(pilot, max_khat, "a pilot of")
+    if why_not:
+        return {}, {}, None, why_not
+    n = 2 * (min(n_draws, (1 << 24) // max(target.dim, 1)) // 2)
+    log_w, X = _importance_draws(target, q, rng, n)
+    why_not = _weights_fail(log_w, max_khat, "all")
+    if why_not:
+        return {}, {}, None, why_not
+    estimates, records = {}, {}
+    for name, part in (("is_modes", log_w), ("is_a", log_w[: n // 2]), ("is_b", log_w[n // 2 :])):
+        estimates[name], records[name] = _importance_estimate(part)
+    quarters = np.split(np.arange(n - n % 4), 4)
+    size = min(1000, n // 4)
+    posterior = np.stack([X[i[systematic_resample(rng, log_w[i], size)]] for i in quarters])
+    return estimates, records, posterior, ""
+
+
+def _importance_draws(target, q, rng, n):
+    X = q.sample(rng, n)
+    lp, ll = target.log_densities(X)
+    log_w = np.asarray(lp + ll, dtype=float) - q.log_density(X)
+    return np.where(np.isnan(log_w), -np.inf, log_w), X
+
+
+def _weights_fail(log_w, max_khat, what) -> str:
+    """Why these importance weights cannot carry an estimate ("" when they can)."""
+    from ..reliability import MIN_ESS_FRACTION
+    from ..weights import ess as kish_ess
+
+    if not np.isfinite(log_w).any():
+        return f"importance sampling from it: no draw with positive weight among {what} {log_w.size} draws"
+    fraction = kish_ess(log_w) / log_w.size
+    khat = pareto_khat(log_w)
+    if fraction < MIN_ESS_FRACTION:
+        return f"importance sampling from it: ESS {fraction:.1%} of {what} {log_w.size} draws < {MIN_ESS_FRACTION:.0%}"
+    if not khat <= max_khat:
+        return f"importance sampling from it: Pareto k-hat {khat:.2f} > {max_khat} on {what} {log_w.size} draws"
+    return ""
+
+
+def _importance_estimate(log_w):
+    """Jarzynski's estimator on one-step forward weights (plain importance sampling), with its k-hat, assessed."""
+    from ..estimators.jarzynski import jarzynski
+    from ..records import WorkRecord
+
+    record = WorkRecord(log_weights=log_w, schedule=np.array([0.0, 1.0]), direction="forward")
+    est = jarzynski(record, n_bootstrap=0)
+    est = replace(est, method="importance", diagnostics=replace(est.diagnostics, pareto_khat=pareto_khat(log_w)))
+    return assess(est, record), record
 
 
 def sum_route(enumeration, names, options, rng) -> AutoRecord:

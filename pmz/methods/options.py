@@ -461,8 +461,9 @@ def _seconds(name, value):
 @dataclass(frozen=True, kw_only=True)
 class AutoOptions(CommonOptions):
     """The default (``"auto"``): many-chain HMC, cross-fitted bridge sampling, a path from the fitted reference
-    where the overlap is poor, SMC from a mixture over the modes where the chains sit in separate modes, SMC from
-    the prior where they diverge (pmz.methods.auto)."""
+    where the overlap is poor, importance sampling or SMC from a mixture over the modes where the chains sit in
+    separate modes, SMC from the prior where they diverge, the exact sum over a small all-discrete support
+    (pmz.methods.auto)."""
 
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
     n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)

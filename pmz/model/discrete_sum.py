@@ -6,7 +6,7 @@ combination of each discrete entry's finite support), the summed density
     log p~(x) = logsumexp_j log p~(x, k_j)
 
 has the same integral as the joint (``Z = integral sum_k p~(x, k) dx``), so every continuous route (bridge
-sampling, a path from a fitted reference, SMC from a mixture over modes) applies to it with ``log Z`` unchanged.
+sampling, a path from a fitted reference, a mixture over modes) applies to it with ``log Z`` unchanged.
 Its gradient is ``sum_j r_j(x) grad_x log p~(x, k_j)`` with ``r_j(x) = p(k_j | x)``, the discrete variables'
 exact conditional, from which :meth:`DiscreteSum.with_discrete` draws them back for the posterior.
 
