@@ -121,6 +121,24 @@ def test_route_modes_when_the_chains_sit_in_separate_modes(case, seed):
     assert "modes: " in repr(res) and "why this route" in repr(res)
 
 
+def test_modes_route_by_smc_where_the_importance_weights_fail(monkeypatch):
+    """The modes route's second branch: when the mixture reference's importance weights fail their checks (forced
+    here), SMC anneals from the mixture to the posterior; the reason says why, and the estimate is within 4 se
+    (+0.01) of the quadrature truth with a small se. Without the forcing the same run samples by importance."""
+    from pmz.methods import auto_routes
+
+    model, truth = _bimodal_posterior()
+    res = _evidence(model, 0)
+    assert res["evidence"].attrs["route"] == "modes" and "is_modes" in res.estimates.index
+    monkeypatch.setattr(auto_routes, "_weights_fail", lambda *args: "forced by the test")
+    res = _evidence(model, 0)
+    ev = res["evidence"]
+    assert ev.attrs["route"] == "modes" and "smc_modes" in res.estimates.index
+    assert "SMC from the mixture reference (forced by the test)" in ev.attrs["route_reason"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.05 and res.reliable
+
+
 def test_route_after_a_funnel_follows_the_rule_that_fired():
     """The centred eight schools (a funnel): divergent transitions send the run to the tempered route (SMC from the
     prior); chains that only disagree go to the modes route. Which rule a run meets depends on the stream; the
