@@ -228,9 +228,14 @@ def mode_masses(compiled, components, rng: np.random.Generator, n_draws: int):
 
 
 def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int = 500, even_share: float = 0.5,
-                   min_mass: float = 1e-4, threshold: float = 3.0, kind: str = "gaussian", defensive=None,
+                   min_mass: float = 1e-4, threshold: float = 3.0, kind: str = "student_t", defensive=None,
                    defensive_weight: float = 0.2):
     """The mixture reference over the modes the chains found, and a :class:`ModeSummary` of them.
+
+    One component per cluster of chains (:func:`fit_mode_components`; ``kind="student_t"`` by default, 7 degrees of
+    freedom: on the benchmark's eggbox, whose modes at the prior's bounds are exponential tails in the unconstrained
+    space, Gaussian components left the importance weights with an ESS of 0.3% and SMC from them 4.5 se low, where
+    Student-t components gave ESS 41-47% on most seeds; on the other benchmark models the ESS was the same or higher).
 
     Clusters whose estimated relative mass is below ``min_mass`` (chains in local modes of no weight, or still
     drifting) are left out: they would take particles and add at most ``min_mass`` each to Z (the ``defensive``
