@@ -26,10 +26,8 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    of the asymptotic one, with the draws' effective size, and the bootstrap); the halves' errors are correlated
    (each uses both sets of chains), so the bound correlation 1 is used (:func:`pair_se`). Their difference is
    the check.
-4. **A heavier-tailed reference, then a path where the overlap is poor.** If either half's Pareto k-hat of
-   ``log p~(x) - log q(x)`` on q's draws exceeds ``max_khat`` or its overlap is below ``min_overlap``, the halves
-   are bridged again with a Student-t(5) reference fitted to the same draws, which is the estimate when both of
-   its halves pass (:func:`_bridges`). Otherwise run a geometric path ``q^(1-b) p~^b`` from a
+4. **A path where the overlap is poor.** If either half's Pareto k-hat of ``log p~(x) - log q(x)`` on q's draws
+   exceeds ``max_khat`` or its overlap is below ``min_overlap``, run a geometric path ``q^(1-b) p~^b`` from a
    reference fitted to all draws: forward paths from exact q draws, reverse paths from the posterior draws
    (independent of the forward run), temperatures from an adaptive pilot, and BAR over the work.
 5. **Spend time where it pays.** While the se is above ``target_se``, and in any case until each chain has as
@@ -266,15 +264,15 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         return _noted(record, clock, dropped, options.n_chains, target)
 
     user_draws = options.posterior is not None
-    estimates, records, kind, why_not = _bridges(target, draws, bridge_rng, options, check=user_draws)
-    clock.mark("bridge" if kind == "gaussian" and not why_not else "bridge (Gaussian and Student-t references)")
+    estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap, check=user_draws)
+    clock.mark("bridge")
     mismatch = [r.reverse.tuning.get("posterior_mismatch") for r in records.values()] if user_draws else []
     if any(mismatch) and not unreliable:
         reason = next(filter(None, mismatch))
         unreliable = f"the draws given as posterior= do not look like this model's posterior: {reason}"
     first_draws = draws.n_draws
     while (
-        all(bridge_ok(e, options, kind)[0] for e in estimates.values())
+        all(bridge_ok(e, options)[0] for e in estimates.values())
         and options.posterior is None
         and clock.left() > draws.seconds * first_draws / draws.n_draws  # time for one more first pass
     ):
@@ -284,21 +282,20 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         draws = continue_sampling(
             target, draws, more_rng, wanted - draws.n_draws, deadline=clock.deadline, min_draws=1
         )
-        estimates, records, kind, why = _bridges(target, draws, bridge_rng, options, first=kind)
-        why_not = why or why_not  # a Student-t that still passes: the Gaussian's verdict stands
+        estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap)
         clock.mark(f"more draws ({draws.n_draws} per chain) and bridge")
 
     if divergent(draws) and options.posterior is None and not unreliable:
         unreliable = f"{draws.divergences} divergent transitions in the posterior draws (they may miss a region)"
-    if all(bridge_ok(e, options, kind)[0] for e in estimates.values()):
-        route, primary = "bridge", "bridge_a"
-        reason = ("the Gaussian reference overlaps the posterior well" if kind == "gaussian" else
-                  f"a Student-t reference overlaps the posterior well (the Gaussian's did not: {why_not})")
+    verdicts = [bridge_ok(e, options) for e in estimates.values()]
+    if all(ok for ok, _ in verdicts):
+        route, reason, primary = "bridge", "the Gaussian reference overlaps the posterior well", "bridge_a"
     else:
+        bad = next(why for ok, why in verdicts if not ok)
         path_est, halves, path_rec = path_route(target, draws, options, path_rng, progressbar, kernel)
         estimates.update(path=path_est, **halves)
         records["path"] = path_rec
-        route, reason, primary = "path", f"bridge sampling alone is not enough: {why_not}", "path"
+        route, reason, primary = "path", f"bridge sampling alone is not enough: {bad}", "path"
         clock.mark("path BAR from the fitted reference")
     record = AutoRecord(
         route=route,
@@ -313,24 +310,6 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         unreliable=unreliable,
     )
     return _noted(record, clock, dropped, options.n_chains, target)
-
-
-def _bridges(target, draws, rng, options, check=False, first="gaussian"):
-    """The cross-fitted bridge halves (step 3) with the ``first`` reference, else with the other one (a Student-t
-    where the Gaussian's tails are too light or its overlap poor): ``(estimates, records, kind, why_not)``, with
-    ``kind`` the reference whose halves both pass :func:`bridge_ok` (or ``first`` when neither does), and
-    ``why_not`` what the references that failed lacked ("" when the first passed)."""
-    kinds = (first, "student_t" if first == "gaussian" else "gaussian")
-    failed = []
-    for kind in kinds:
-        estimates, records = bridge_pair(target, draws, rng, options.n_bootstrap, check=check, kind=kind)
-        bad = [why for ok, why in (bridge_ok(e, options, kind) for e in estimates.values()) if not ok]
-        if not bad:
-            return estimates, records, kind, "; ".join(failed)
-        failed.append(bad[0] if kind == "gaussian" else f"with a Student-t reference, {bad[0]}")
-        if kind == first:
-            kept = estimates, records
-    return *kept, first, "; ".join(failed)
 
 
 def _prior_mass_fields(record, first) -> dict:

@@ -115,14 +115,12 @@ class AutoRecord:
 
 
 
-def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False,
-                 kind="gaussian"):
-    """Bridge sampling with q (``kind``: "gaussian" or "student_t") fitted to ``fit_chains`` and the draws of
-    ``bridge_chains``; estimate and k-hat. ``check``: test that the draws are this model's posterior (a user's
-    draws; pmz's own chains need no test)."""
+def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False):
+    """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat.
+    ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test)."""
     X_fit, _ = draws.flat(fit_chains)
     X_bridge, chain = draws.flat(bridge_chains)
-    q = fit_reference(X_fit, kind)
+    q = fit_reference(X_fit, "gaussian")
     record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
@@ -130,23 +128,21 @@ def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng
     return assess(est, record), record  # verdict and honest se (bootstrap floor, overlap, ...)
 
 
-def bridge_pair(compiled, draws, rng, n_bootstrap, check=False, kind="gaussian"):
-    """The two cross-fitted bridge halves (step 3) with a ``kind`` reference: estimates and records."""
+def bridge_pair(compiled, draws, rng, n_bootstrap, check=False):
     chains = np.arange(draws.n_chains)
     a, b = chains[::2], chains[1::2]
     rng_a, rng_b = rng.spawn(2)
-    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap, check, kind)
-    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap, check, kind)
+    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap, check)
+    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap, check)
     return {"bridge_a": est_a, "bridge_b": est_b}, {"bridge_a": rec_a, "bridge_b": rec_b}
 
 
-def bridge_ok(est, options, kind="gaussian") -> tuple[bool, str]:
+def bridge_ok(est, options) -> tuple[bool, str]:
     k, overlap = est.diagnostics.pareto_khat, est.diagnostics.overlap
     if not np.isfinite(est.log_z) or not np.isfinite(est.log_z_se):
         return False, "the bridge estimate is not finite"
     if k > options.max_khat:
-        name = "Gaussian" if kind == "gaussian" else "Student-t"
-        return False, f"Pareto k-hat {k:.2f} > {options.max_khat} (the {name} reference's tails are too light)"
+        return False, f"Pareto k-hat {k:.2f} > {options.max_khat} (the Gaussian reference's tails are too light)"
     if overlap < options.min_overlap:
         return False, f"overlap {overlap:.3f} < {options.min_overlap} between the reference and the posterior"
     return True, ""
