@@ -373,10 +373,13 @@ def summarize(cache: dict, names, seeds, method: str, pymc_version: str, tools=T
         if not any(st["n"] for st in stats.values()):
             continue
         p = stats.get("pmz")
+        exact = _exact(p)
         eff = {}
         for peer in (t for t in tools if t != "pmz"):
             q = stats[peer]
-            if p is None or not p["ok"] or not q["ok"] or p["mse"] <= 0:
+            if exact and q["ok"]:
+                eff[peer] = math.inf  # an exact sum (se 0): no accuracy-for-time trade to compare
+            elif p is None or not p["ok"] or not q["ok"] or p["mse"] <= 0:
                 eff[peer] = math.nan
             else:
                 eff[peer] = (q["mse"] * q["time"]) / (p["mse"] * p["time"])
@@ -400,11 +403,16 @@ def summarize(cache: dict, names, seeds, method: str, pymc_version: str, tools=T
         rows.append(row)
 
     def worst(r):
-        finite = [e for e in r["efficiency"].values() if math.isfinite(e)]
-        return (bool(finite), min(finite) if finite else 0.0)
+        known = [e for e in r["efficiency"].values() if not math.isnan(e)]
+        return (bool(known), min(known) if known else 0.0)
 
     rows.sort(key=worst)  # models without any efficiency first, then worst efficiency first
     return rows
+
+
+def _exact(st) -> bool:
+    """Every finished run an exact answer: se 0 and error below 1e-8 (pmz's sum route)."""
+    return bool(st and st["ok"] and all(r["se"] == 0 for r in st["ok"]) and np.all(np.abs(st["err"]) < 1e-8))
 
 
 def _cell_rmse(st: dict) -> str:
@@ -429,6 +437,8 @@ def _cell_rmse(st: dict) -> str:
 
 def _cell_eff(row, peer) -> str:
     e = row["efficiency"].get(peer, math.nan)
+    if e == math.inf:
+        return "exact"
     if math.isfinite(e):
         return f"{e:.3g}"
     st = row["stats"][peer]
@@ -448,10 +458,12 @@ def format_report(rows: list[dict], tools=TOOLS) -> str:
             continue
         eff = np.array([v for v, _ in vals])
         w, wn = min(vals)
+        exact = [r["model"] for r in rows if r["efficiency"].get(peer) == math.inf]
         dnf = [r["model"] for r in rows if r["stats"][peer]["status"].get("timeout", 0)]
         lines.append(f"- vs {peer}: efficiency (MSE x time of {peer}) / (MSE x time of pmz) over {eff.size} models: "
                      f"geometric mean **{math.exp(np.mean(np.log(eff))):.2f}**, worst **{w:.3g}** ({wn}); pmz more "
                      f"efficient on {int(np.sum(eff > 1))} of {eff.size}"
+                     + (f"; pmz exact (se 0) on: {', '.join(exact)}" if exact else "")
                      + (f"; did not finish in the time limit on: {', '.join(dnf)}" if dnf else "") + ".")
     lines.append("")
     head = ["model", "dim", "kind", "truth log Z", "pmz RMSE", "pmz bias", "pmz time (s)"]
