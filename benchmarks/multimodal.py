@@ -387,10 +387,12 @@ def summarize(cache: dict, names, seeds, method: str, pymc_version: str, tools=T
                "efficiency": eff}
         if p is not None and p["ok"]:
             se = np.array([r["se"] for r in p["ok"]])
-            finite = np.isfinite(se) & (se > 0)
-            row["coverage"] = (float(np.mean(np.abs(p["err"][finite]) <= 1.96 * se[finite])) if finite.any()
-                               else math.nan)
-            rel = [abs(e) / s if s > 0 else math.inf for r, e, s in zip(p["ok"], p["err"], se) if r["reliable"] is True]
+            exact_run = (se == 0) & (np.abs(p["err"]) < 1e-8)  # an exact sum: covered, no error to scale
+            finite = np.isfinite(se) & ((se > 0) | exact_run)
+            covered = (np.abs(p["err"]) <= 1.96 * se) | exact_run
+            row["coverage"] = float(np.mean(covered[finite])) if finite.any() else math.nan
+            rel = [0.0 if x else abs(e) / s if s > 0 else math.inf
+                   for r, e, s, x in zip(p["ok"], p["err"], se, exact_run) if r["reliable"] is True]
             row["max_z_reliable"] = max(rel) if rel else math.nan
             flags = [r["reliable"] for r in p["ok"] if r["reliable"] is not None]
             row["unreliable"] = float(np.mean([f is False for f in flags])) if flags else math.nan
