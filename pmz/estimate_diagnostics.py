@@ -367,6 +367,12 @@ class TemperingDiagnostics(Diagnostics):
         TI: ``E_k ~= E_{b_k}[U]`` and ``V_k ~= Var_{b_k}[U]`` at each level.
     rule : str or None
         TI: "riemann", "trapezoid" or "corrected".
+    discretisation_error : float or None
+        TI: an estimate of the quadrature's error over the ladder, the first neglected Euler-Maclaurin term: the
+        distance from the trapezoid to the corrected rule, ``|sum_k (b_k - b_{k-1})^2 (V_k - V_{k-1})| / 12``
+        (trapezoid and corrected rules; for the corrected rule a conservative stand-in for its own smaller
+        error), or from the right Riemann sum to the trapezoid (Riemann rule). Sampling noise in ``E_k``, ``V_k``
+        enters too; :func:`pmz.reliability.assess` compares it with the sampling se.
     support_note : str or None
         TI: why ``log_support_mass`` was added (``U = -inf`` on part of f0).
     wang_landau_note : str or None
@@ -394,6 +400,7 @@ class TemperingDiagnostics(Diagnostics):
     mean_U: np.ndarray | None = None
     var_U: np.ndarray | None = None
     rule: str | None = None
+    discretisation_error: float | None = None
     support_note: str | None = None
     wang_landau_note: str | None = None
 

@@ -28,13 +28,13 @@ N_PILOT = 1 << 12
 
 __all__ = [
     "AutoRecord",
-    "importance_from_reference",
     "bridge_ok",
     "bridge_pair",
     "combined_se",
     "defensive_prior",
     "density_evidence",
     "equally_weighted_runs",
+    "importance_from_reference",
     "modes_route",
     "pair_se",
     "path_route",
