@@ -107,6 +107,15 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     SMC: ``spread_p_value < 0.01`` and ``se_between > 5 se_ideal``: the runs disagree far beyond their
     ideal-condition error bars (the moves do not mix) and the between-run se rests on a few runs; floor the sd of
     one run. Good runs: ratio up to 2.2 (p down to 0.002).
+``level_marginal``
+    estimates over a tempering ladder (RTS, TS, TI, MBAR; ``TemperingDiagnostics.max_gap`` with the level marginal
+    ``c_hat``): ``max_k |r_k - c_k| > 0.5 / K``, the level marginal far from its target (the threshold of the
+    estimators' own warning). The chains did not spread over the ladder: the guesses ``log Zhat`` stayed poor because
+    the chains are stuck (a discrete variable whose +-1 moves cannot cross its support at high beta, a run too short
+    to adapt), and the se, computed from the same stuck chains, does not see it. No floor (nothing in the run
+    measures how far off it is). Seen: ``k ~ Poisson(1000)``, ``y ~ N(k, 1)`` at 1100: RTS, TS and MBAR 43-69 nats
+    low with se 0.3-0.5 and ``K max_gap`` 0.92-0.97. Good runs (the conjugate models, default settings): ``K
+    max_gap`` 0.01-0.08.
 ``ti_discretisation``
     thermodynamic integration (``TemperingDiagnostics.discretisation_error``, :func:`pmz.estimators.ti.
     discretisation_error`): the ladder's quadrature error, estimated by the first term the rule neglects, exceeds the
@@ -160,6 +169,7 @@ SHAPE_NOISE_Z = 3.0
 OUTLIER_SHARE = 0.01
 OUTLIER_INFLUENCE = 1.5
 FEW_PATHS = 10
+LEVEL_GAP = 0.5  # x 1/K: the tempering estimators' own warning
 
 
 @dataclass(frozen=True)
@@ -565,6 +575,23 @@ def smc_mixing(ctx: _Context) -> _Finding | None:
     )
 
 
+def level_marginal(ctx: _Context) -> _Finding | None:
+    """Tempering chains whose level marginal stayed far from its target: they did not spread over the ladder."""
+    d = ctx.diagnostics
+    gap, c_hat = _number(getattr(d, "max_gap", None)), getattr(d, "c_hat", None)
+    if gap is None or c_hat is None or np.size(c_hat) < 2:
+        return None
+    K = int(np.size(c_hat))
+    if not gap > LEVEL_GAP / K:
+        return None
+    return _Finding(
+        f"the chains did not spread over the ladder: the level marginal is far from its target (max |r_k - c_k| = "
+        f"{_fmt(gap)} > {LEVEL_GAP:g} / K, K = {K} levels), so the chains are stuck (e.g. a discrete variable whose "
+        "moves cannot cross its support at high beta) or the run was too short to adapt; run longer (n_sweeps) or "
+        'use method="auto", which sums or anneals instead'
+    )
+
+
 def ti_discretisation(ctx: _Context) -> _Finding | None:
     """Thermodynamic integration whose quadrature error over the ladder exceeds its sampling se."""
     d = ctx.diagnostics
@@ -603,6 +630,7 @@ RULES = (
     route_flag,
     smc_spread,
     smc_mixing,
+    level_marginal,
     ti_discretisation,
     not_finite,
 )

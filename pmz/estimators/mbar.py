@@ -320,7 +320,8 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
             replicates.append(rep.log_z)
         se_curve = delete_one_se(replicates)
     se_jackknife = float(se_curve[-1])
-    rts_curve_se = rts(trace).diagnostics.log_z_k_se
+    rts_diagnostics = rts(trace).diagnostics
+    rts_curve_se = rts_diagnostics.log_z_k_se
     se_curve = np.fmax(se_curve, np.where(np.isfinite(rts_curve_se), rts_curve_se, 0.0))
     return EvidenceEstimate(
         log_z=float(curve[-1] + trace.log_z0),
@@ -333,6 +334,9 @@ def mbar_tempering(trace, *, n_blocks: int = 10) -> EvidenceEstimate:
             se_asymptotic=full.log_z_se,
             se_jackknife=se_jackknife,
             se_rts=float(rts_curve_se[-1]),
+            c_hat=rts_diagnostics.c_hat,  # the same chains' level marginal, for pmz.reliability's level_marginal
+            prior=rts_diagnostics.prior,
+            max_gap=rts_diagnostics.max_gap,
             n_blocks=B,
             n_samples=int(U.size),
         ),

@@ -62,8 +62,8 @@ def test_rts_matches_exact_log_z(st_idata, system):
 
 def test_tempered_evidence_returns_an_evidence_result(st_idata):
     """The result type of pmz.evidence, with the run's settings; a level marginal far from the prior over levels
-    (the trace's q(k | x) mixed half and half with a point mass at level 0) gives a warning that is issued and kept.
-    """
+    (the trace's q(k | x) mixed half and half with a point mass at level 0) gives a warning that is issued and kept,
+    and makes the result unreliable (pmz.reliability's level_marginal)."""
     est = tempered_evidence(st_idata)
     assert isinstance(est, pmz.EvidenceResult) and est.method == "rts" and est.reliable
     attrs = est.run_attrs
@@ -77,6 +77,7 @@ def test_tempered_evidence_returns_an_evidence_result(st_idata):
     with pytest.warns(UserWarning, match="level marginal is far from the prior"):
         far = tempered_evidence(skewed)
     assert any("level marginal" in w for w in far.warnings)
+    assert not far.reliable and "did not spread over the ladder" in far.reliability_reason
 
 
 def test_tempered_weights_give_the_exact_posterior_mean(st_idata, exact_posterior):
