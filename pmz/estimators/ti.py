@@ -37,7 +37,7 @@ from ..estimate_diagnostics import TemperingDiagnostics
 from ..records import EvidenceEstimate, TemperingTrace
 from .rts import jackknife_se
 
-__all__ = ["ti", "ti_rb", "integrate", "discretisation_error", "TI_RULES"]
+__all__ = ["TI_RULES", "discretisation_error", "integrate", "ti", "ti_rb"]
 
 TI_RULES = ("riemann", "trapezoid", "corrected")
 

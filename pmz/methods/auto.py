@@ -36,14 +36,14 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
 6. **Modes route.** First a search for modes the chains missed: ``N_SEARCH`` exact prior draws climb the log
    density (:func:`pmz.runners.modes.climb`) and a new chain runs from every peak that lies in none of the
    chains' clusters. Each cluster then gets a Student-t component (7 degrees of freedom) fitted to its draws and a
-   mass estimated by importance sampling from it (not the chains' proportions, which follow the starts); the mixture of the
-   components (weights half the masses, half even) and of the prior (weight 0.2, so that a mode no chain found
-   can still be reached) is the reference ``q``. Where its importance weights ``p~ / q`` are well behaved (Kish
-   ESS at least 10% of the draws, Pareto k-hat at most ``max_khat``, on a pilot and on all draws), the estimate
-   is importance sampling ``Z = E_q[p~ / q]`` from 2^16 exact draws of ``q``, two independent halves giving the
-   check (:func:`pmz.methods.auto_routes.importance_from_reference`); otherwise a geometric path
-   ``q^(1-b) p~^b`` to the posterior, run by resample-move SMC with adaptive tempering, independent runs giving
-   the se. Both are unbiased for Z whatever the weights, and a reference this close needs few temperatures.
+   mass estimated by importance sampling from it (not the chains' proportions, which follow the starts); the
+   mixture of the components (weights half the masses, half even) and of the prior (weight 0.2, so that a mode
+   no chain found can still be reached) is the reference ``q``. Where its importance weights ``p~ / q`` are well
+   behaved (Kish ESS at least 10% of the draws, Pareto k-hat at most ``max_khat``, on a pilot and on all draws),
+   the estimate is importance sampling ``Z = E_q[p~ / q]`` from 2^16 exact draws of ``q``, two independent
+   halves giving the check (:func:`pmz.methods.auto_routes.importance_from_reference`); otherwise a geometric
+   path ``q^(1-b) p~^b`` to the posterior, run by resample-move SMC with adaptive tempering, independent runs
+   giving the se. Both are unbiased for Z whatever the weights, and a reference this close needs few temperatures.
 7. **Tempered route.** Resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
    runs giving the se.
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..estimators.bar import bar
-from ..model.discrete_sum import WINDOW_TOLERANCE
 from ..families import GeometricPath
+from ..model.discrete_sum import WINDOW_TOLERANCE
 from ..reliability import assess
 from ..runners.bridge_sampling import fit_reference, run_bridge
 from ..runners.modes import mode_reference
@@ -260,8 +260,8 @@ def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock,
     mass_rng, run_rng, est_rng, post_rng, is_rng = rng.spawn(5)
     q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target, prior))
     clock.mark(f"mixture reference over {modes.n_modes} mode(s)")
-    chains = dict(rhat=draws.rhat, divergences=draws.divergences, n_posterior_draws=draws.n_chains * draws.n_draws,
-                  modes=modes)
+    chains = {"rhat": draws.rhat, "divergences": draws.divergences,
+              "n_posterior_draws": draws.n_chains * draws.n_draws, "modes": modes}
     estimates, records, posterior, why_not = importance_from_reference(target, q, is_rng, options.max_khat)
     if estimates:
         pooled = estimates["is_modes"].diagnostics

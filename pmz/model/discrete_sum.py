@@ -106,14 +106,13 @@ def support_window(log_f, centre, low, high, max_values: int = MAX_STATES, toler
     centre = float(np.clip(np.round(centre if np.isfinite(centre) else 0.0), low, high))
     lo, hi = max(low, centre - start), min(high, centre + start)
     terms = np.asarray(log_f(np.arange(lo, hi + 1, dtype=float)), dtype=float)
+    def done(end, neighbour, top, at_bound):
+        return at_bound or (np.isfinite(top) and end < top - tolerance and end <= neighbour)
+
     while True:
         top = terms.max()
-
-        def done(end, neighbour, at_bound):
-            return at_bound or (np.isfinite(top) and end < top - tolerance and end <= neighbour)
-
-        left_done = done(terms[0], terms[min(1, terms.size - 1)], lo <= low)
-        right_done = done(terms[-1], terms[max(terms.size - 2, 0)], hi >= high)
+        left_done = done(terms[0], terms[min(1, terms.size - 1)], top, lo <= low)
+        right_done = done(terms[-1], terms[max(terms.size - 2, 0)], top, hi >= high)
         if left_done and right_done:
             return int(lo), int(hi)
         width = hi - lo + 1
@@ -167,7 +166,8 @@ class DiscreteEnumeration:
         return np.stack([s[d] for s, d in zip(self.support, digits.T)], axis=1)
 
     def draw(self, rng: np.random.Generator, shape) -> np.ndarray:
-        """Exact posterior draws ``(*shape, dim)``: state numbers drawn with probabilities ``exp(log_terms - log_z)``."""
+        """Exact posterior draws ``(*shape, dim)``: state numbers drawn with probabilities
+        ``exp(log_terms - log_z)``."""
         p = np.exp(self.log_terms - self.log_z)
         index = rng.choice(self.n_states, size=int(np.prod(shape)), p=p / p.sum())
         return self.states(index).reshape(*shape, -1)

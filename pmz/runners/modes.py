@@ -239,12 +239,13 @@ def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int =
 
     Clusters whose estimated relative mass is below ``min_mass`` (chains in local modes of no weight, or still
     drifting) are left out: they would take particles and add at most ``min_mass`` each to Z (the ``defensive``
-    component, where there is one, still lets the path reach them). Weights of the rest: ``(1 - even_share) m_c + even_share /
-    n_modes`` with ``m_c`` the estimated relative masses: every mode keeps particles even where its mass was
-    underestimated, or where one wide component's importance-sampling mass (it may cover several modes, or be
-    noisy) would take nearly all of them. ``defensive``: a normalised reference that covers the whole posterior
-    (the prior), added with weight ``defensive_weight`` so that a path from the mixture can still find a mode no
-    chain visited (Hesterberg's defensive mixture); its mass is not estimated (it is not a mode).
+    component, where there is one, still lets the path reach them). Weights of the rest:
+    ``(1 - even_share) m_c + even_share / n_modes`` with ``m_c`` the estimated relative masses: every mode keeps
+    particles even where its mass was underestimated, or where one wide component's importance-sampling mass (it
+    may cover several modes, or be noisy) would take nearly all of them. ``defensive``: a normalised reference
+    that covers the whole posterior (the prior), added with weight ``defensive_weight`` so that a path from the
+    mixture can still find a mode no chain visited (Hesterberg's defensive mixture); its mass is not estimated (it
+    is not a mode).
     """
     labels = cluster_chains(x, threshold)
     components = fit_mode_components(x, labels, kind=kind)
