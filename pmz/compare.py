@@ -26,14 +26,20 @@ __all__ = ["BayesFactor", "bayes_factor", "compare"]
 
 
 def _log_z_and_se(result, name: str | None = None) -> tuple[float, float]:
+    """``(log_z, se)`` of a result or a pair; a negative se (no standard error is) is refused."""
+    where = "" if name is None else f" for model {name!r}"
+    pair = None
     if hasattr(result, "log_z") and hasattr(result, "log_z_se"):
-        return float(result.log_z), float(result.log_z_se)
-    if isinstance(result, tuple | list) and len(result) == 2:
+        pair = float(result.log_z), float(result.log_z_se)
+    elif isinstance(result, tuple | list) and len(result) == 2:
         try:
-            return float(result[0]), float(result[1])
+            pair = float(result[0]), float(result[1])
         except (TypeError, ValueError):
             pass
-    where = "" if name is None else f" for model {name!r}"
+    if pair is not None:
+        if pair[1] < 0:
+            raise ValueError(f"pmz: a standard error cannot be negative, got se {pair[1]:.6g}{where}")
+        return pair
     raise TypeError(
         "pmz: expected an EvidenceResult (or anything with .log_z and .log_z_se, or a (log_z, se) pair of numbers)"
         f"{where}, got {type(result).__name__}"

@@ -110,3 +110,7 @@ def test_compare_with_prior_and_errors():
         pmz.compare({"a": "not a result"})
     with pytest.raises(ValueError, match="at least one"):
         pmz.compare({})
+    with pytest.raises(ValueError, match="cannot be negative.*'b'"):  # a negative se is no error bar
+        pmz.compare({"a": (-1.0, 0.1), "b": (-2.0, -0.1)})
+    with pytest.raises(ValueError, match="cannot be negative"):
+        pmz.bayes_factor(_fake(-1.0, -0.2), (-2.0, 0.1))

@@ -126,7 +126,8 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     if tuned is None:
         params = [kernel.default_params(family.dim)] * schedule.size
     elif tune:
-        same = tuned.params and len(tuned.params) == schedule.size and rule not in OPTIMAL_RULES
+        optimal = isinstance(rule, str) and rule in OPTIMAL_RULES  # an array of temperatures is a fixed schedule
+        same = tuned.params and len(tuned.params) == schedule.size and not optimal
         params = tuned.params if same and options.delta_max is None else tuned.params_for(schedule)
     else:
         params = [kernel.default_params(family.dim)] * schedule.size

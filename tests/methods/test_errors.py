@@ -166,6 +166,18 @@ def test_invalid_schedule(model, schedule, match):
         evidence(model, schedule=schedule)
 
 
+@pytest.mark.parametrize("method", ["ais", "bar", "rts"])
+def test_schedule_as_an_array_or_a_list(method):
+    """A NumPy array of temperatures (documented as "an array from 0 to 1") runs like the same list, with the same
+    bits; it was read as a rule name and crashed ("truth value of an array is ambiguous")."""
+    system = pmz.systems.conjugate.normal_mean()
+    options = {"n_sweeps": 50} if method == "rts" else {"n_paths": 16}
+    ladder = np.linspace(0.0, 1.0, 11)
+    a = pmz.evidence(system.model, method=method, schedule=ladder, random_seed=3, progressbar=False, **options)
+    b = pmz.evidence(system.model, method=method, schedule=list(ladder), random_seed=3, progressbar=False, **options)
+    assert a.log_z == b.log_z and a.log_z_se == b.log_z_se and np.isfinite(a.log_z)
+
+
 def test_unknown_method(model):
     with pytest.raises(ValueError, match=r"unknown method 'nested_sampling'; available: \['ais', 'arm', 'auto', 'bar', "):
         evidence(model, method="nested_sampling")
