@@ -26,7 +26,7 @@ __all__ = ["BayesFactor", "bayes_factor", "compare"]
 
 
 def _log_z_and_se(result, name: str | None = None) -> tuple[float, float]:
-    """``(log_z, se)`` of a result or a pair; a negative se (no standard error is) is refused."""
+    """``(log_z, se)`` of a result or a pair; a negative se is refused (no standard error can be negative)."""
     where = "" if name is None else f" for model {name!r}"
     pair = None
     if hasattr(result, "log_z") and hasattr(result, "log_z_se"):

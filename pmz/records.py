@@ -273,6 +273,12 @@ class TemperingTrace:
         return np.sum(self.batch_q, axis=0) / self.n_samples
 
     @property
+    def max_gap(self) -> float:
+        """``max_k |r_k - c_hat_k|``: how far the level marginal is from the prior over levels (poor guesses
+        ``log Zhat``, or chains that did not spread over the ladder)."""
+        return float(np.max(np.abs(self.prior - self.c_hat)))
+
+    @property
     def counts(self) -> np.ndarray:
         return np.sum(self.batch_counts, axis=0)
 

@@ -96,7 +96,7 @@ def _estimate(trace: TemperingTrace, method, batch_c, c):
 
     weighted = batch_c * sizes[:, None]
     se_jack = jackknife_se(top, {"c": weighted, "n": sizes})
-    gap = float(np.max(np.abs(trace.prior - trace.c_hat)))
+    gap = trace.max_gap
     warnings = []
     if not np.all(np.isfinite(curve)):
         warnings.append(f"pmz: {method}: some levels were never reached; log Z_k is not finite there")

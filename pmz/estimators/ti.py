@@ -105,7 +105,7 @@ def _ti(trace: TemperingTrace, rule: str, method: str, weight: str, first: str, 
     diagnostics = TemperingDiagnostics(
         mean_U=E, var_U=V, rule=rule, n_batches=int(trace.batch_size.size),
         discretisation_error=float(error) if np.isfinite(error) else None,
-        c_hat=trace.c_hat, prior=trace.prior, max_gap=float(np.max(np.abs(trace.prior - trace.c_hat))),
+        c_hat=trace.c_hat, prior=trace.prior, max_gap=trace.max_gap,
     )
     warnings = []
     if totals[inf][0] > 0:

@@ -12,15 +12,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..estimate_diagnostics import Diagnostics
 from ..estimators.bar import bar
+from ..estimators.jarzynski import jarzynski
 from ..families import GeometricPath
 from ..model.discrete_sum import WINDOW_TOLERANCE
-from ..reliability import assess
+from ..records import EvidenceEstimate, WorkRecord
+from ..reliability import MIN_ESS_FRACTION, assess
 from ..runners.bridge_sampling import fit_reference, run_bridge
 from ..runners.modes import mode_reference
 from ..runners.posterior_hmc import PosteriorDraws
 from ..runners.starts import evenly_spaced
 from ..sample_diagnostics import pareto_khat
+from ..weights import ess as kish_ess
 from ..weights import systematic_resample
 
 N_IMPORTANCE = 1 << 16  # the modes route's importance draws: about the gradient evaluations of the chains' warm-up
@@ -331,9 +335,6 @@ def _importance_draws(target, q, rng, n):
 
 def _weights_fail(log_w, max_khat, what) -> str:
     """Why these importance weights cannot carry an estimate ("" when they can)."""
-    from ..reliability import MIN_ESS_FRACTION
-    from ..weights import ess as kish_ess
-
     if not np.isfinite(log_w).any():
         return f"importance sampling from it: no draw with positive weight among {what} {log_w.size} draws"
     fraction = kish_ess(log_w) / log_w.size
@@ -347,9 +348,6 @@ def _weights_fail(log_w, max_khat, what) -> str:
 
 def _importance_estimate(log_w):
     """Jarzynski's estimator on one-step forward weights (plain importance sampling), with its k-hat, assessed."""
-    from ..estimators.jarzynski import jarzynski
-    from ..records import WorkRecord
-
     record = WorkRecord(log_weights=log_w, schedule=np.array([0.0, 1.0]), direction="forward")
     est = jarzynski(record, n_bootstrap=0)
     est = replace(est, method="importance", diagnostics=replace(est.diagnostics, pareto_khat=pareto_khat(log_w)))
@@ -359,9 +357,6 @@ def _importance_estimate(log_w):
 def sum_route(enumeration, names, options, rng) -> AutoRecord:
     """Every free variable is discrete and their joint values few enough: ``log Z = logsumexp_k log p~(k)`` exactly
     (:class:`pmz.model.discrete_sum.DiscreteEnumeration`, se 0), and ``n_chains x n_draws`` exact posterior draws."""
-    from ..estimate_diagnostics import Diagnostics
-    from ..records import EvidenceEstimate
-
     reason = (f"every free variable is discrete ({', '.join(names)}): their {enumeration.n_states} joint values "
               "are summed exactly")
     if enumeration.window is not None:

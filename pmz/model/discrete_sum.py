@@ -106,6 +106,7 @@ def support_window(log_f, centre, low, high, max_values: int = MAX_STATES, toler
     centre = float(np.clip(np.round(centre if np.isfinite(centre) else 0.0), low, high))
     lo, hi = max(low, centre - start), min(high, centre + start)
     terms = np.asarray(log_f(np.arange(lo, hi + 1, dtype=float)), dtype=float)
+
     def done(end, neighbour, top, at_bound):
         return at_bound or (np.isfinite(top) and end < top - tolerance and end <= neighbour)
 

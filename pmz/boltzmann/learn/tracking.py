@@ -434,7 +434,7 @@ class LogZTracker:
         )
         spent = len(stages) * self.adapt_sweeps
         trace, estimate = self._production(family, kernel, params_k, log_zhat, x, levels)
-        gap = float(np.max(np.abs(trace.prior - trace.c_hat)))
+        gap = trace.max_gap
         visit_gap = float(np.max(np.abs(trace.prior - trace.counts / trace.n_samples)))
         trips = ladder_trips(trace.level_traces, K)
         reasons, warnings = [], list(estimate.warnings)
