@@ -27,9 +27,10 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    (each uses both sets of chains), so the bound correlation 1 is used (:func:`pair_se`). Their difference is
    the check.
 4. **A path where the overlap is poor.** If either half's Pareto k-hat of ``log p~(x) - log q(x)`` on q's draws
-   exceeds ``max_khat`` or its overlap is below ``min_overlap``, run a geometric path ``q^(1-b) p~^b`` from a
-   reference fitted to all draws: forward paths from exact q draws, reverse paths from the posterior draws
-   (independent of the forward run), temperatures from an adaptive pilot, and BAR over the work.
+   exceeds ``max_khat`` or its overlap is below ``min_overlap``, run geometric paths ``q^(1-b) p~^b``,
+   cross-fitted like the bridge: q fitted to one half of the chains, forward paths from exact q draws, reverse
+   paths from the other half's draws, temperatures from an adaptive pilot, BAR over the work; and the other way
+   round (:func:`pmz.methods.auto_routes.path_route`).
 5. **Spend time where it pays.** While the se is above ``target_se``, and in any case until each chain has as
    many draws as warm-up iterations, the chains draw more and the bridge is recomputed (the se falls as
    1/sqrt(draws)), as far as the time budget ``max_time`` allows.
@@ -80,7 +81,6 @@ from .auto_routes import (
     AutoRecord,
     bridge_ok,
     bridge_pair,
-    combined_se,
     modes_route,
     pair_se,
     path_route,
@@ -241,14 +241,18 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
     own_chains = options.posterior is None
     unreliable = ""
-    if own_chains and divergent(draws):
+    if draws.info.get("warmup_cut"):
+        unreliable = (f"max_time was spent during the warm-up ({draws.info['n_warmup_done']} of "
+                      f"{draws.info['n_warmup']} iterations): the chains may not have converged")
+    out_of_time = clock.left() <= 0  # then no further route runs: the bridge on these draws, flagged
+    if own_chains and divergent(draws) and not out_of_time:
         reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=True)
         record = tempered_route(family, full_kernel, options, smc_rng, progressbar, full_target, reason, clock)
         record.rhat, record.divergences = draws.rhat, draws.divergences
         record.n_posterior_draws = draws.n_chains * draws.n_draws
         return _noted(record, clock, dropped, options.n_chains, target)
-    if not draws.rhat <= options.max_rhat and clock.left() <= 0 and not n_modes:
-        unreliable = f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
+    if not draws.rhat <= options.max_rhat and out_of_time:
+        unreliable = unreliable or f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
     elif not draws.rhat <= options.max_rhat:
         if n_modes:
             reason = (f"the chains sit in {n_modes} separate modes (split R-hat {draws.rhat:.3g} over all chains, "
@@ -290,11 +294,15 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     verdicts = [bridge_ok(e, options) for e in estimates.values()]
     if all(ok for ok, _ in verdicts):
         route, reason, primary = "bridge", "the Gaussian reference overlaps the posterior well", "bridge_a"
+    elif clock.left() <= 0:
+        bad = next(why for ok, why in verdicts if not ok)
+        route, reason, primary = "bridge", f"bridge sampling alone is not enough: {bad}", "bridge_a"
+        unreliable = unreliable or f"max_time was spent before a path from the reference could run ({bad})"
     else:
         bad = next(why for ok, why in verdicts if not ok)
-        path_est, halves, path_rec = path_route(target, draws, options, path_rng, progressbar, kernel)
+        path_est, halves, path_records = path_route(target, draws, options, path_rng, progressbar, kernel)
         estimates.update(path=path_est, **halves)
-        records["path"] = path_rec
+        records.update(path_records)
         route, reason, primary = "path", f"bridge sampling alone is not enough: {bad}", "path"
         clock.mark("path BAR from the fitted reference")
     record = AutoRecord(
@@ -351,7 +359,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         names = ["bridge_a", "bridge_b"]
     elif record.route == "path":
         first, second = ests["path_a"], ests["path_b"]
-        log_z, se = ests["path"].log_z, max(ests["path"].log_z_se, combined_se([first, second]))
+        log_z, se = ests["path"].log_z, ests["path"].log_z_se  # the halves' mean and its se
         names = ["path_a", "path_b"]
     elif record.primary == "is_modes":  # the modes route by importance sampling: the pool and its two halves
         first, second = ests["is_a"], ests["is_b"]
@@ -361,7 +369,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         name = record.primary  # "smc_modes" or "smc"
         first = ests[name]
         log_z, se, second, names = first.log_z, first.log_z_se, None, [name]
-    used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path", "path_a", "path_b"),
+    used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path_a", "path_b"),
             "modes": ("is_modes", "is_a", "is_b") if record.primary == "is_modes" else ("smc_modes",),
             "tempered": ("smc",)}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]

@@ -17,6 +17,7 @@ from ..estimators.bar import bar
 from ..estimators.jarzynski import jarzynski
 from ..families import GeometricPath
 from ..model.discrete_sum import WINDOW_TOLERANCE
+from ..model.reference import curvature_reference
 from ..records import EvidenceEstimate, WorkRecord
 from ..reliability import MIN_ESS_FRACTION, assess
 from ..runners.bridge_sampling import fit_reference, run_bridge
@@ -29,15 +30,17 @@ from ..weights import systematic_resample
 
 N_IMPORTANCE = 1 << 16  # the modes route's importance draws: about the gradient evaluations of the chains' warm-up
 N_PILOT = 1 << 12
+N_CHOICE = 1 << 10  # exact draws of each candidate reference when choosing between them
+FIT_KL_LIMIT = 0.05  # nats: above this expected divergence of the fitted Gaussian (d^2 / 4n), try the curvature
 
 __all__ = [
     "AutoRecord",
     "bridge_ok",
     "bridge_pair",
-    "combined_se",
     "defensive_prior",
     "density_evidence",
     "equally_weighted_runs",
+    "gaussian_reference",
     "importance_from_reference",
     "modes_route",
     "pair_se",
@@ -119,12 +122,42 @@ class AutoRecord:
 
 
 
+def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7):
+    """The Gaussian reference for a bridge or path half: fitted to the draws ``X_fit (n, dim)``, or, where the
+    draws are few for the dimension, the Gaussian at their mean with the log posterior's curvature
+    (:func:`pmz.model.reference.curvature_reference`) if it matches the posterior better.
+
+    A Gaussian whose covariance is estimated from n draws in d dimensions is about ``d^2 / 4n`` nats (Kullback-
+    Leibler) from the one it estimates. Where that exceeds :data:`FIT_KL_LIMIT`, both candidates draw
+    :data:`N_CHOICE` exact points and the one whose importance weights ``p~ / q`` have the larger Kish ESS wins,
+    provided their Pareto k-hat is at most ``max_khat`` (a curvature that is too sharp for the posterior's tails
+    gives few, huge weights). The choice uses its own draws (a stream spawned from ``rng``), none of the bridge's.
+    On a 100-D Gaussian posterior with condition number 1e4 the curvature reference is exact.
+    """
+    q = fit_reference(X_fit, "gaussian")
+    n, dim = X_fit.shape
+    if dim * dim / (4.0 * n) <= FIT_KL_LIMIT:
+        return q
+    curved = curvature_reference(compiled, q.mean, q.cov)
+    if curved is None:
+        return q
+    scores = []
+    for candidate, stream in zip((q, curved), rng.spawn(2)):
+        x = candidate.sample(stream, N_CHOICE)
+        lp, ll = compiled.log_densities_once(x)
+        log_w = lp + ll - candidate.log_density(x)
+        log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+        scores.append((kish_ess(log_w) / N_CHOICE, pareto_khat(log_w)))
+    (ess_fit, _), (ess_curved, khat_curved) = scores
+    return curved if ess_curved > ess_fit and khat_curved <= max_khat else q
+
+
 def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False):
     """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat.
     ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test)."""
     X_fit, _ = draws.flat(fit_chains)
     X_bridge, chain = draws.flat(bridge_chains)
-    q = fit_reference(X_fit, "gaussian")
+    q = gaussian_reference(compiled, X_fit, rng)
     record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
@@ -152,11 +185,6 @@ def bridge_ok(est, options) -> tuple[bool, str]:
     return True, ""
 
 
-def combined_se(ests) -> float:
-    """se of the mean of independent estimates: ``sqrt(sum se_i^2) / k``."""
-    return float(np.sqrt(sum(e.log_z_se**2 for e in ests)) / len(ests))
-
-
 def pair_se(ests) -> float:
     """se of the mean of the two cross-fitted bridge halves: ``(se_a + se_b) / 2``.
 
@@ -170,24 +198,19 @@ def pair_se(ests) -> float:
     return float(np.mean(se))
 
 
-def path_route(compiled, draws, options, rng, progressbar, kernel):
-    """Geometric path from a Gaussian fitted to all draws; forward from q, reverse from the posterior draws."""
+def _path_half(compiled, fit_draws, start_draws, options, rng, progressbar, kernel, n_paths):
+    """One cross-fitted half of the path route: a Gaussian q fitted to ``fit_draws`` (:func:`gaussian_reference`),
+    the geometric path ``q^(1-b) p~^b`` with an adaptive schedule, ``n_paths`` forward paths from exact q draws
+    and ``n_paths`` reverse paths started at ``start_draws`` (posterior draws q was not fitted to), BAR over their
+    work."""
     from .annealing import anneal_both_ways
     from .options import ScheduleOptions
     from .schedule import setup_schedule
 
-    X, _ = draws.flat()
-    q = fit_reference(X, "gaussian")
-    family = GeometricPath(compiled, q)
-    n_paths = 256
+    family = GeometricPath(compiled, gaussian_reference(compiled, fit_draws, rng))
     path_options = ScheduleOptions(schedule="adaptive", n_temps=64, cess_target=0.95, n_pilot=n_paths, n_tune_temps=20)
-    tune_rng, run_rng = rng.spawn(2)
+    tune_rng, run_rng, boot_rng = rng.spawn(3)
     schedule, params, tuning, _ = setup_schedule(family, kernel, path_options, tune_rng, progressbar)
-    # reverse starts alternate between the two chain halves, so that the paths split into two independent runs
-    X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
-    X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
-    half = n_paths // 2
-    starts = np.concatenate([X_a[evenly_spaced(X_a.shape[0], half)], X_b[evenly_spaced(X_b.shape[0], half)]])
     record = anneal_both_ways(
         family,
         kernel,
@@ -195,23 +218,50 @@ def path_route(compiled, draws, options, rng, progressbar, kernel):
         params,
         tuning,
         target=compiled,
-        n_forward=2 * half,
-        n_reverse=2 * half,
-        reverse_start=starts,
+        n_forward=n_paths,
+        n_reverse=n_paths,
+        reverse_start=start_draws[evenly_spaced(start_draws.shape[0], n_paths)],
         rng=run_rng,
         n_steps_per_temp=2,
         keep_particles=False,
         progressbar=progressbar,
     )
     record = replace(record, reverse_start="posterior")
-    boot_rng, *half_rngs = rng.spawn(3)
-    full = assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options.n_bootstrap), record)
-    halves = {}
-    for name, part, r in (("path_a", slice(0, half), half_rngs[0]), ("path_b", slice(half, 2 * half), half_rngs[1])):
-        sub_f = replace(record.forward, log_weights=record.forward.log_weights[part], final_x=None)
-        sub_r = replace(record.reverse, log_weights=record.reverse.log_weights[part], final_x=None)
-        halves[name] = assess(bar(sub_f, sub_r, rng=r, n_bootstrap=options.n_bootstrap))
-    return full, halves, record
+    return assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options.n_bootstrap), record), record
+
+
+def path_route(compiled, draws, options, rng, progressbar, kernel, n_paths: int = 256):
+    """Geometric paths from Gaussians fitted to the draws, cross-fitted like the bridge (:func:`bridge_pair`).
+
+    Half A: q fitted to the even chains, reverse paths started at the odd chains' draws; half B the other way
+    round; ``n_paths / 2`` paths each way in each half. The estimate is the halves' mean with
+    ``se = sqrt(se_a^2 + se_b^2) / 2``: the halves share the chains (each fits q on one half and starts its reverse
+    paths at the other), but the paths correct most of q's fitting error, and the halves' errors were not
+    positively correlated (-0.5 over 7 seeds of a 100-D Gaussian posterior), unlike the bridge halves'
+    (:func:`pair_se`).
+    A reverse path must start at posterior draws that q was not fitted to: a Gaussian fitted to n draws in d
+    dimensions has a higher density at those draws than at fresh ones (by about d^2 / 4n nats), which made
+    ``1/Z = E_p[q/p~]`` too large. With one q fitted to all draws and the reverse paths started at the same
+    draws, a 100-D Gaussian posterior came out 0.09-0.2 nats low with se 0.025 (3.5-7.7 se, reported reliable).
+
+    Returns the pooled estimate, the two halves ``{"path_a", "path_b"}`` and their records.
+    """
+    X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
+    X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
+    rng_a, rng_b = rng.spawn(2)
+    half = n_paths // 2
+    est_a, rec_a = _path_half(compiled, X_a, X_b, options, rng_a, progressbar, kernel, half)
+    est_b, rec_b = _path_half(compiled, X_b, X_a, options, rng_b, progressbar, kernel, half)
+    halves = {"path_a": est_a, "path_b": est_b}
+    pooled = replace(
+        est_a,
+        log_z=0.5 * (est_a.log_z + est_b.log_z),
+        log_z_se=float(np.hypot(est_a.log_z_se, est_b.log_z_se) / 2),
+        log_z_draws=None,
+        reliable=est_a.reliable and est_b.reliable,
+        reliability_reason="; ".join(r for r in (est_a.reliability_reason, est_b.reliability_reason) if r),
+    )
+    return pooled, halves, {"path": rec_a, "path_b": rec_b}
 
 
 def _smc_runs(family, kernel, reference, options, run_rng, est_rng, progressbar, target):

@@ -470,7 +470,8 @@ class AutoOptions(CommonOptions):
     n_draws: int = option(125, "draws per chain in the first pass", positive_int)
     n_warmup: int = option(400, "warm-up iterations per chain", positive_int)
     target_se: float = option(0.03, "draw more (up to 8x) until the se is below this", positive_number)
-    max_time: object = option(None, "time budget in seconds (None: none)", optional(_seconds))
+    max_time: object = option(None, "time budget in seconds: once spent, the warm-up is cut short, no further route "
+                                    "starts and the result is flagged unreliable (None: none)", optional(_seconds))
     max_rhat: float = option(1.05, "split R-hat above this: the chains disagree (modes route)", positive_number)
     max_khat: float = option(0.7, "Pareto k-hat above this: the reference's tails are too light", positive_number)
     min_overlap: float = option(0.2, "bridge overlap below this: add a path from the reference", positive_number)

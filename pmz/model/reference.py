@@ -272,6 +272,38 @@ class StudentTReference(GaussianReference):
         return f"StudentTReference(name={self.name!r}, dim={self.dim}, df={self.df})"
 
 
+def curvature_reference(compiled: CompiledModel, at, cov, *, step: float = 1e-3):
+    """Gaussian at ``at`` whose covariance is the inverse curvature of the log posterior there, or None.
+
+    The negative Hessian ``-H`` of ``log p~`` at ``at`` is measured by central differences of the gradient along
+    the columns of ``L``, the Cholesky factor of ``cov`` (the draws' covariance): ``-H L e_i ~ -(g(at + h L e_i) -
+    g(at - h L e_i)) / 2h``, all ``2 dim`` gradients in one batched call. In those whitened coordinates
+    ``W = L' (-H) L`` (symmetrised), and the reference covariance is ``L W^-1 L'``.
+
+    Why: a covariance estimated from ``n`` draws in ``d`` dimensions is off by about ``d^2 / 4n`` nats of
+    Kullback-Leibler divergence (20 nats at d = 400 with 2000 draws), while the curvature carries no sampling
+    noise; for a Gaussian posterior it is exact. Returns None when ``W`` is not positive definite or not finite
+    (``at`` not in a concave region).
+    """
+    at = np.asarray(at, dtype=float)
+    chol = np.linalg.cholesky(np.atleast_2d(cov))
+    dim = at.size
+    offsets = step * chol.T  # row i: h L e_i
+    points = np.concatenate([at + offsets, at - offsets])
+    _, _, glp, gll = compiled.log_densities_and_grads(points)
+    grad = glp + gll
+    neg_hessian_l = -(grad[:dim] - grad[dim:]).T / (2 * step)  # column i: -H L e_i
+    whitened = chol.T @ neg_hessian_l
+    whitened = 0.5 * (whitened + whitened.T)
+    if not np.all(np.isfinite(whitened)):
+        return None
+    eigval, eigvec = np.linalg.eigh(whitened)
+    if eigval.min() <= 1e-8 * max(eigval.max(), 1e-300):
+        return None
+    root = chol @ (eigvec / np.sqrt(eigval))  # L W^-1/2: the reference covariance is root root'
+    return GaussianReference(at, root @ root.T, name="gaussian (curvature)")
+
+
 def find_map(compiled: CompiledModel, x0=None, *, maxiter: int = 2000):
     """Maximum a posteriori point in the flat unconstrained space (L-BFGS-B on -(log prior + log lik))."""
     x0 = compiled.initial_point() if x0 is None else np.asarray(x0, dtype=float)

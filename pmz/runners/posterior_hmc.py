@@ -41,6 +41,7 @@ __all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed
 
 _TARGET_ACCEPT = 0.8
 _DIVERGENCE = 1000.0
+_MIN_WINDOW = 10  # fewest iterations of a metric window, and of the final step-size window after a deadline
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,9 @@ def sample_posterior(
     progress : callable(str, float), optional
         Called with a phase label and the fraction done.
     deadline : float, optional
-        ``time.perf_counter()`` value after which sampling stops early (at least 10 draws are kept).
+        ``time.perf_counter()`` value after which sampling stops early: a warm-up that reaches it skips its
+        remaining metric windows and ends with a final step-size window of ``_MIN_WINDOW`` iterations
+        (``info["warmup_cut"]``, ``info["n_warmup_done"]``); at least 10 draws are kept.
     """
     t0 = time.perf_counter()
     evals = count_evaluations(compiled)
@@ -261,8 +264,13 @@ def sample_posterior(
 
     fast_start, slow, fast_end = _warmup_windows(n_warmup)
     schedule = [("fast", fast_start)] + [("slow", w) for w in slow] + [("fast", fast_end)]
-    done = 0
+    last = len(schedule) - 1
+    done, cut_at = 0, None  # cut_at: the warm-up iteration at which the deadline passed
     for phase, (kind, length) in enumerate(schedule):
+        if cut_at is not None and phase < last:
+            continue  # out of time: skip to the final fast window, shortened, to tune the step size
+        if cut_at is not None:
+            length = min(length, _MIN_WINDOW)
         window = []
         for _ in range(length):
             cap = 10 if phase == 0 else max_leapfrog
@@ -275,7 +283,10 @@ def sample_posterior(
             done += 1
             if progress is not None and done % 10 == 0:
                 progress("warm-up", done / (n_warmup + n_draws))
-        if kind == "slow" and window:
+            if phase < last and cut_at is None and deadline is not None and time.perf_counter() > deadline:
+                cut_at = done
+                break
+        if kind == "slow" and len(window) >= _MIN_WINDOW:
             metric, chol = _metric_from(_within_chain_deviations(np.stack(window)), dense)
             restart = dual_averaging_step_size(adapt) if adapt.m > 10 else np.exp(adapt.log_step_size)
             adapt = dual_averaging_init(restart)
@@ -290,8 +301,10 @@ def sample_posterior(
         rhat=np.inf,
         n_grad_evals=evals.n_grad_evals,
         seconds=time.perf_counter() - t0,
-        info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup},
+        info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup, "n_warmup_done": done,
+              "warmup_cut": cut_at is not None},
     )
+
     def report(kept):
         progress("posterior draws", (n_warmup + kept) / (n_warmup + n_draws))
 

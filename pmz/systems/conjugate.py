@@ -32,6 +32,7 @@ __all__ = [
     "nig_regression",
     "beta_binomial",
     "poisson_gamma",
+    "correlated_gaussian",
 ]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -384,6 +385,56 @@ def poisson_gamma(
         - (alpha + total) * np.log(beta + n_obs)
     )
     return KnownTruth(model, float(log_z), "poisson_gamma")
+
+
+def correlated_gaussian(
+    *,
+    dim: int = 100,
+    condition: float = 1e4,
+    prior_sigma: float = 10.0,
+    seed: int = 0,
+) -> KnownTruth:
+    r"""A ``dim``-dimensional Gaussian posterior whose covariance has condition number about ``condition``.
+
+    Model (``C = Q diag(lambda) Q'`` with ``Q`` a random rotation and ``lambda`` log-spaced from
+    ``condition^(-1/2)`` to ``condition^(1/2)``)::
+
+        x ~ Normal(0, prior_sigma^2 I_d)
+        y ~ MvNormal(x, C)                 (one observed vector of length d)
+
+    The posterior is exactly Gaussian with covariance ``(I / prior_sigma^2 + C^-1)^-1``, strongly correlated and
+    badly scaled: the easiest case for a Gaussian reference in principle, and a hard one for a reference fitted
+    to a few thousand draws. Exactly ``log p(y) = log MVN(y; 0, C + prior_sigma^2 I)``.
+
+    Parameters
+    ----------
+    dim : int
+    condition : float
+        Ratio of the largest to the smallest eigenvalue of ``C``.
+    prior_sigma : float
+    seed : int
+        Seed for ``numpy.random.default_rng``: the rotation and ``y``.
+
+    Returns
+    -------
+    KnownTruth
+        Model with free vector ``x`` (shape (dim,)) and observed ``y``.
+    """
+    _check_positive(dim=dim, condition=condition, prior_sigma=prior_sigma)
+    (prior_sigma,) = _float64(prior_sigma)
+    rng = np.random.default_rng(seed)
+    rotation, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+    eigenvalues = np.logspace(-0.5, 0.5, dim) ** np.log10(condition)
+    cov = (rotation * eigenvalues) @ rotation.T
+    cov = 0.5 * (cov + cov.T)
+    marginal = cov + prior_sigma**2 * np.eye(dim)
+    y = rng.multivariate_normal(np.zeros(dim), marginal)
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, prior_sigma, shape=dim)
+        pm.MvNormal("y", mu=x, cov=cov, observed=y)
+    logdet, solved = _logdet_and_solve(marginal, y)
+    log_z = -0.5 * (dim * LOG_2PI + logdet + y @ solved)
+    return KnownTruth(model, float(log_z), f"correlated_gaussian_{dim}")
 
 
 ALL_SYSTEMS: dict[str, Callable[..., KnownTruth]] = {
