@@ -103,14 +103,15 @@ def run_evidence(model, seed: int, **options):
     return res, wall, cpu, messages
 
 
-def pmz_run(model, seed: int, method: str | None = None) -> dict:
+def pmz_run(model, seed: int, method: str | None = None, **options) -> dict:
     """One quiet ``pmz.evidence`` call on ``model`` as a benchmark's cache record, timed around the call alone
     (compilation included): ``wall``, ``log_z``, ``se``, ``method_used``, ``route`` (the default's route, or None),
     ``reliable``, ``warnings`` (pmz's, deduplicated, each cut at 300 characters) and ``error`` (None, or the
-    exception of a failed call: a failed run is a result). ``method=None``: pmz's default method."""
+    exception of a failed call: a failed run is a result), ``timeline`` (the default's). ``method=None``: pmz's
+    default method; ``options``: passed on (e.g. ``posterior=``)."""
     import pmz
 
-    options = {} if method is None else {"method": method}
+    options = dict(options) if method is None else {"method": method, **options}
     out = {"log_z": math.nan, "se": math.nan, "reliable": None, "route": None, "error": None, "method_used": method,
            "warnings": []}
     t0 = time.perf_counter()
@@ -123,6 +124,7 @@ def pmz_run(model, seed: int, method: str | None = None) -> dict:
         out["method_used"] = str(getattr(res, "method", method))
         try:
             out["route"] = res["evidence"].attrs.get("route")
+            out["timeline"] = res["evidence"].attrs.get("timeline")
         except Exception:  # noqa: BLE001 -- a method without an evidence group
             out["route"] = None
         try:

@@ -31,9 +31,12 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    cross-fitted like the bridge: q fitted to one half of the chains, forward paths from exact q draws, reverse
    paths from the other half's draws, temperatures from an adaptive pilot, BAR over the work; and the other way
    round (:func:`pmz.methods.auto_routes.path_route`).
-5. **Spend time where it pays.** While the se is above ``target_se``, and in any case until each chain has as
-   many draws as warm-up iterations, the chains draw more and the bridge is recomputed (the se falls as
-   1/sqrt(draws)), as far as the time budget ``max_time`` allows.
+5. **Stop when the answer is good enough.** While the se is above ``target_se`` (0.03 nats by default: a Bayes
+   factor needs a few hundredths), the chains draw more and the bridge is recomputed (the se falls as
+   1/sqrt(draws)), as far as the time budget ``max_time`` allows; the path route doubles its paths likewise. A
+   bridge that fails its checks on the first pass is recomputed with as many draws per chain as warm-up
+   iterations before the path runs: a Gaussian fitted to n draws in d dimensions is about d^2 / 4n nats from the
+   one it estimates, and the path's halves fit their references to the same draws.
 6. **Modes route.** First a search for modes the chains missed: ``N_SEARCH`` exact prior draws climb the log
    density (:func:`pmz.runners.modes.climb`) and a new chain runs from every peak that lies in none of the
    chains' clusters. Each cluster then gets a Student-t component (7 degrees of freedom) fitted to its draws and a
@@ -110,11 +113,11 @@ class _Clock:
 
 
 def _draws_wanted(se, n_draws, first_draws, options) -> int:
-    """Draws per chain worth having: enough for ``target_se`` (se ~ 1 / sqrt(draws)), and at least as many as the
-    warm-up iterations (the draws then cost no more than the warm-up already paid, and the fixed cost of
-    compiling and warming up is at most half the time); at most ``_MAX_GROWTH`` times the first pass."""
-    for_target = n_draws * (se / options.target_se) ** 2
-    wanted = max(for_target, options.n_warmup, n_draws)
+    """Draws per chain worth having: enough for ``target_se`` (se ~ 1 / sqrt(draws), with a margin of 1.2), at
+    most ``_MAX_GROWTH`` times the first pass. A Bayes factor needs an se of a few hundredths of a nat; more
+    precision than ``target_se`` is not bought by default (``target_se=`` asks for it)."""
+    for_target = 1.2 * n_draws * (se / options.target_se) ** 2
+    wanted = max(for_target, n_draws)
     return int(np.ceil(min(wanted, _MAX_GROWTH * first_draws)))
 
 
@@ -275,19 +278,19 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         reason = next(filter(None, mismatch))
         unreliable = f"the draws given as posterior= do not look like this model's posterior: {reason}"
     first_draws = draws.n_draws
-    while (
-        all(bridge_ok(e, options)[0] for e in estimates.values())
-        and options.posterior is None
-        and clock.left() > draws.seconds * first_draws / draws.n_draws  # time for one more first pass
-    ):
-        wanted = _draws_wanted(pair_se(estimates.values()), draws.n_draws, first_draws, options)
+    while options.posterior is None and clock.left() > draws.seconds * first_draws / draws.n_draws:
+        passed = all(bridge_ok(e, options)[0] for e in estimates.values())
+        if passed:  # precision: draws until the se reaches target_se (_draws_wanted)
+            wanted = _draws_wanted(pair_se(estimates.values()), draws.n_draws, first_draws, options)
+        else:  # a reference fitted to more draws first (its error falls as d^2 / 4n), then the path if need be
+            wanted = max(options.n_warmup, draws.n_draws)
         if wanted < 2 * draws.n_draws:
             break
         draws = continue_sampling(
             target, draws, more_rng, wanted - draws.n_draws, deadline=clock.deadline, min_draws=1
         )
         estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap)
-        clock.mark(f"more draws ({draws.n_draws} per chain) and bridge")
+        clock.mark(f"more draws ({draws.n_draws} per chain{'' if passed else ', for the reference'}) and bridge")
 
     if divergent(draws) and options.posterior is None and not unreliable:
         unreliable = f"{draws.divergences} divergent transitions in the posterior draws (they may miss a region)"
@@ -300,7 +303,8 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         unreliable = unreliable or f"max_time was spent before a path from the reference could run ({bad})"
     else:
         bad = next(why for ok, why in verdicts if not ok)
-        path_est, halves, path_records = path_route(target, draws, options, path_rng, progressbar, kernel)
+        path_est, halves, path_records = path_route(target, draws, options, path_rng, progressbar, kernel,
+                                                         deadline=clock.deadline)
         estimates.update(path=path_est, **halves)
         records.update(path_records)
         route, reason, primary = "path", f"bridge sampling alone is not enough: {bad}", "path"

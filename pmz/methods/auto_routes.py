@@ -198,47 +198,82 @@ def pair_se(ests) -> float:
     return float(np.mean(se))
 
 
-def _path_half(compiled, fit_draws, start_draws, options, rng, progressbar, kernel, n_paths):
+N_PATHS_FIRST = 64  # paths each way in each half of the path route's first batch (and its pilot)
+N_PATHS_MAX = 512  # at most this many each way in each half
+
+
+class _PathHalf:
     """One cross-fitted half of the path route: a Gaussian q fitted to ``fit_draws`` (:func:`gaussian_reference`),
-    the geometric path ``q^(1-b) p~^b`` with an adaptive schedule, ``n_paths`` forward paths from exact q draws
-    and ``n_paths`` reverse paths started at ``start_draws`` (posterior draws q was not fitted to), BAR over their
-    work."""
-    from .annealing import anneal_both_ways
-    from .options import ScheduleOptions
-    from .schedule import setup_schedule
+    the geometric path ``q^(1-b) p~^b`` with an adaptive schedule tuned on a pilot of :data:`N_PATHS_FIRST` paths,
+    and batches of forward paths from exact q draws and reverse paths started at ``start_draws`` (posterior draws q
+    was not fitted to; each batch at draws no earlier batch started from, spread evenly over the chains), pooled
+    (:func:`pmz.runners.pooling.merge_work`); BAR over their work."""
 
-    family = GeometricPath(compiled, gaussian_reference(compiled, fit_draws, rng))
-    path_options = ScheduleOptions(schedule="adaptive", n_temps=64, cess_target=0.95, n_pilot=n_paths, n_tune_temps=20)
-    tune_rng, run_rng, boot_rng = rng.spawn(3)
-    schedule, params, tuning, _ = setup_schedule(family, kernel, path_options, tune_rng, progressbar)
-    record = anneal_both_ways(
-        family,
-        kernel,
-        schedule,
-        params,
-        tuning,
-        target=compiled,
-        n_forward=n_paths,
-        n_reverse=n_paths,
-        reverse_start=start_draws[evenly_spaced(start_draws.shape[0], n_paths)],
-        rng=run_rng,
-        n_steps_per_temp=2,
-        keep_particles=False,
-        progressbar=progressbar,
-    )
-    record = replace(record, reverse_start="posterior")
-    return assess(bar(record.forward, record.reverse, rng=boot_rng, n_bootstrap=options.n_bootstrap), record), record
+    def __init__(self, compiled, fit_draws, start_draws, rng, progressbar, kernel):
+        from .options import ScheduleOptions
+        from .schedule import setup_schedule
+
+        self.compiled, self.kernel, self.start_draws, self.progressbar = compiled, kernel, start_draws, progressbar
+        self.family = GeometricPath(compiled, gaussian_reference(compiled, fit_draws, rng))
+        path_options = ScheduleOptions(schedule="adaptive", n_temps=64, cess_target=0.95, n_pilot=N_PATHS_FIRST,
+                                       n_tune_temps=20)
+        tune_rng, self.run_rng, self.boot_rng = rng.spawn(3)
+        self.schedule, self.params, self.tuning, _ = setup_schedule(self.family, kernel, path_options, tune_rng,
+                                                                    progressbar)
+        self.used = np.zeros(start_draws.shape[0], dtype=bool)
+        self.record = None
+
+    @property
+    def n_paths(self) -> int:
+        return 0 if self.record is None else self.record.forward.log_weights.size
+
+    def run(self, n_paths: int):
+        """``n_paths`` more paths each way, pooled with the earlier ones."""
+        from ..runners.pooling import merge_work
+        from .annealing import anneal_both_ways
+
+        free = np.flatnonzero(~self.used)
+        if free.size < n_paths:  # every draw has started a path: start again from all of them
+            self.used[:] = False
+            free = np.arange(self.used.size)
+        starts = free[evenly_spaced(free.size, n_paths)]
+        self.used[starts] = True
+        batch = anneal_both_ways(
+            self.family,
+            self.kernel,
+            self.schedule,
+            self.params,
+            self.tuning,
+            target=self.compiled,
+            n_forward=n_paths,
+            n_reverse=n_paths,
+            reverse_start=self.start_draws[starts],
+            rng=self.run_rng.spawn(1)[0],
+            n_steps_per_temp=2,
+            keep_particles=False,
+            progressbar=self.progressbar,
+        )
+        if self.record is not None:
+            batch = replace(batch, forward=merge_work([self.record.forward, batch.forward]),
+                            reverse=merge_work([self.record.reverse, batch.reverse]))
+        self.record = replace(batch, reverse_start="posterior")
+
+    def estimate(self, n_bootstrap):
+        est = bar(self.record.forward, self.record.reverse, rng=self.boot_rng.spawn(1)[0], n_bootstrap=n_bootstrap)
+        return assess(est, self.record)
 
 
-def path_route(compiled, draws, options, rng, progressbar, kernel, n_paths: int = 256):
+def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None):
     """Geometric paths from Gaussians fitted to the draws, cross-fitted like the bridge (:func:`bridge_pair`).
 
     Half A: q fitted to the even chains, reverse paths started at the odd chains' draws; half B the other way
-    round; ``n_paths / 2`` paths each way in each half. The estimate is the halves' mean with
-    ``se = sqrt(se_a^2 + se_b^2) / 2``: the halves share the chains (each fits q on one half and starts its reverse
-    paths at the other), but the paths correct most of q's fitting error, and the halves' errors were not
-    positively correlated (-0.5 over 7 seeds of a 100-D Gaussian posterior), unlike the bridge halves'
-    (:func:`pair_se`).
+    round (:class:`_PathHalf`). The estimate is the halves' mean with ``se = sqrt(se_a^2 + se_b^2) / 2``: the
+    halves share the chains (each fits q on one half and starts its reverse paths at the other), but the paths
+    correct most of q's fitting error, and the halves' errors were not positively correlated (-0.5 over 7 seeds of
+    a 100-D Gaussian posterior), unlike the bridge halves' (:func:`pair_se`). Each half runs
+    :data:`N_PATHS_FIRST` paths each way, then doubles them while the se is above ``options.target_se`` (at most
+    :data:`N_PATHS_MAX`, and not past ``deadline``, a ``time.perf_counter()`` value).
+
     A reverse path must start at posterior draws that q was not fitted to: a Gaussian fitted to n draws in d
     dimensions has a higher density at those draws than at fresh ones (by about d^2 / 4n nats), which made
     ``1/Z = E_p[q/p~]`` too large. With one q fitted to all draws and the reverse paths started at the same
@@ -246,22 +281,32 @@ def path_route(compiled, draws, options, rng, progressbar, kernel, n_paths: int 
 
     Returns the pooled estimate, the two halves ``{"path_a", "path_b"}`` and their records.
     """
+    import time
+
     X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
     X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
     rng_a, rng_b = rng.spawn(2)
-    half = n_paths // 2
-    est_a, rec_a = _path_half(compiled, X_a, X_b, options, rng_a, progressbar, kernel, half)
-    est_b, rec_b = _path_half(compiled, X_b, X_a, options, rng_b, progressbar, kernel, half)
-    halves = {"path_a": est_a, "path_b": est_b}
+    halves = [_PathHalf(compiled, X_a, X_b, rng_a, progressbar, kernel),
+              _PathHalf(compiled, X_b, X_a, rng_b, progressbar, kernel)]
+    n_paths = N_PATHS_FIRST
+    while True:
+        for half in halves:
+            half.run(n_paths - half.n_paths)
+        est_a, est_b = (half.estimate(options.n_bootstrap) for half in halves)
+        se = float(np.hypot(est_a.log_z_se, est_b.log_z_se) / 2)
+        out_of_time = deadline is not None and time.perf_counter() > deadline
+        if se <= options.target_se or 2 * n_paths > N_PATHS_MAX or out_of_time:
+            break
+        n_paths *= 2
     pooled = replace(
         est_a,
         log_z=0.5 * (est_a.log_z + est_b.log_z),
-        log_z_se=float(np.hypot(est_a.log_z_se, est_b.log_z_se) / 2),
+        log_z_se=se,
         log_z_draws=None,
         reliable=est_a.reliable and est_b.reliable,
         reliability_reason="; ".join(r for r in (est_a.reliability_reason, est_b.reliability_reason) if r),
     )
-    return pooled, halves, {"path": rec_a, "path_b": rec_b}
+    return pooled, {"path_a": est_a, "path_b": est_b}, {"path": halves[0].record, "path_b": halves[1].record}
 
 
 def _smc_runs(family, kernel, reference, options, run_rng, est_rng, progressbar, target):

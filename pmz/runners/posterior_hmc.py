@@ -41,6 +41,8 @@ __all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed
 
 _TARGET_ACCEPT = 0.8
 _DIVERGENCE = 1000.0
+_SETTLED_RHAT = 1.05  # the warm-up's chains agree (see _adapted)
+_SETTLED_METRIC = 1.5  # successive metric windows agree within this factor in every direction
 _MIN_WINDOW = 10  # fewest iterations of a metric window, and of the final step-size window after a deadline
 
 
@@ -202,6 +204,22 @@ def _metric_from(draws, dense: bool):
     return var, np.sqrt(var)
 
 
+def _adapted(window, previous, metric) -> bool:
+    """Whether the warm-up has settled after a metric window ``(iteration, chain, dim)``: the chains agree
+    (split R-hat of the window's draws at most :data:`_SETTLED_RHAT`) and the new metric is within a factor
+    :data:`_SETTLED_METRIC` of the previous window's in every direction (eigenvalues of ``M_old^-1 M_new``).
+    Then more metric windows would not change the sampler much and the warm-up ends with its final step-size
+    window. In many dimensions the noise of a metric estimated from a window's draws alone exceeds the factor, so
+    the full warm-up runs there."""
+    if split_rhat(np.swapaxes(window, 0, 1)).max() > _SETTLED_RHAT:
+        return False
+    if metric.ndim == 2:
+        ratio = np.linalg.eigvals(np.linalg.solve(previous, metric)).real
+    else:
+        ratio = metric / previous
+    return bool(np.all(np.abs(np.log(np.maximum(ratio, 1e-300))) <= np.log(_SETTLED_METRIC)))
+
+
 def _warmup_windows(n_warmup: int):
     """Iteration counts: initial fast window, slow windows doubling from 25, final fast window (Stan's scheme)."""
     fast_start, fast_end = max(int(0.15 * n_warmup), 10), max(int(0.1 * n_warmup), 10)
@@ -265,11 +283,12 @@ def sample_posterior(
     fast_start, slow, fast_end = _warmup_windows(n_warmup)
     schedule = [("fast", fast_start)] + [("slow", w) for w in slow] + [("fast", fast_end)]
     last = len(schedule) - 1
-    done, cut_at = 0, None  # cut_at: the warm-up iteration at which the deadline passed
+    done, cut_at = 0, None  # cut_at: the warm-up iteration at which the deadline passed or the adaptation settled
+    converged_at = None
     for phase, (kind, length) in enumerate(schedule):
         if cut_at is not None and phase < last:
             continue  # out of time: skip to the final fast window, shortened, to tune the step size
-        if cut_at is not None:
+        if cut_at is not None and converged_at is None:
             length = min(length, _MIN_WINDOW)
         window = []
         for _ in range(length):
@@ -287,9 +306,13 @@ def sample_posterior(
                 cut_at = done
                 break
         if kind == "slow" and len(window) >= _MIN_WINDOW:
+            previous = metric
             metric, chol = _metric_from(_within_chain_deviations(np.stack(window)), dense)
             restart = dual_averaging_step_size(adapt) if adapt.m > 10 else np.exp(adapt.log_step_size)
             adapt = dual_averaging_init(restart)
+            if phase >= 2 and cut_at is None and phase < last - 1 and _adapted(np.stack(window), previous, metric):
+                converged_at = done  # the remaining metric windows are skipped
+                cut_at = done
     empty = PosteriorDraws(
         x=np.empty((n_chains, 0, dim)),
         log_posterior=np.empty((n_chains, 0)),
@@ -302,7 +325,7 @@ def sample_posterior(
         n_grad_evals=evals.n_grad_evals,
         seconds=time.perf_counter() - t0,
         info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup, "n_warmup_done": done,
-              "warmup_cut": cut_at is not None},
+              "warmup_cut": cut_at is not None and converged_at is None, "warmup_settled_at": converged_at},
     )
 
     def report(kept):

@@ -376,6 +376,50 @@ def test_curvature_reference_in_high_dimensions(dim):
         assert gaussian_reference(compiled, X, np.random.default_rng(2)).name == curved.name
 
 
+def test_warm_up_settles_when_the_chains_agree_and_the_metric_stops_changing():
+    """The rule that ends the warm-up early, on windows whose answer is known: 32 chains of iid draws of one
+    Gaussian (settled), the same with one chain shifted by 3 sd (the chains disagree), and a metric twice the
+    previous one in one direction (still adapting)."""
+    from pmz.runners.posterior_hmc import _adapted
+
+    rng = np.random.default_rng(0)
+    cov = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, 0.0], [0.0, 0.0, 4.0]])
+    window = rng.multivariate_normal(np.zeros(3), cov, size=(50, 32))  # (iteration, chain, dim)
+    estimate = np.cov(window.reshape(-1, 3), rowvar=False)
+    assert _adapted(window, cov, estimate)
+    assert _adapted(window, np.diag(cov), np.diag(estimate))  # a diagonal metric
+    shifted = window.copy()
+    shifted[:, 0] += 3 * np.sqrt(np.diag(cov))
+    assert not _adapted(shifted, cov, estimate)
+    wider = cov.copy()
+    wider[2, 2] *= 2.0  # twice the previous variance along the third axis
+    assert not _adapted(window, cov, wider)
+
+
+def test_draws_are_bought_only_for_the_target_se():
+    from pmz.methods.auto import _MAX_GROWTH, _draws_wanted
+    from pmz.methods.options import AutoOptions
+
+    options = AutoOptions(target_se=0.03)
+    assert _draws_wanted(0.01, 125, 125, options) == 125  # good enough: no more draws
+    assert _draws_wanted(0.03, 125, 125, options) == 150  # at the target: a margin of 1.2
+    assert _draws_wanted(0.06, 125, 125, options) == 600  # se ~ 1/sqrt(draws): 4x, with the margin 4.8x
+    assert _draws_wanted(1.0, 125, 125, options) == _MAX_GROWTH * 125
+
+
+@pytest.mark.parametrize("target_se", [10.0, 1e-6])
+def test_path_route_doubles_its_paths_until_the_target_se(target_se):
+    from pmz.methods.auto_routes import N_PATHS_FIRST, N_PATHS_MAX
+
+    system = conjugate.nig_regression()
+    res = _evidence(system.model, 2, max_khat=0.05, target_se=target_se)
+    assert res["evidence"].attrs["route"] == "path"
+    n_paths = res["work"]["work_forward"].size  # the first half's paths (the result's work group)
+    expected = N_PATHS_FIRST if target_se > 1 else N_PATHS_MAX
+    assert n_paths == expected
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+
+
 def test_auto_option_errors():
     model = conjugate.normal_mean().model
     with pytest.raises(ValueError, match="target_se"):
