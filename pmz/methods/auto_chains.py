@@ -29,6 +29,7 @@ from ..runners.posterior_hmc import (
 from ..runners.starts import posterior_to_flat
 
 __all__ = [
+    "first_pass_draws",
     "DIVERGENT_FRACTION",
     "NEGLIGIBLE_MASS",
     "N_SEARCH",
@@ -48,6 +49,7 @@ NEGLIGIBLE_MASS = 1e-8  # a cluster of chains with less mass than this times the
 _FAR_BELOW = 100.0  # starts this far (+ dim) below the best one climb before HMC starts
 _CLIMB_STEPS = 50
 N_SEARCH = 256  # prior draws climbed in search of modes the chains missed
+FIRST_DRAWS, FIRST_DRAWS_MAX = 50, 125  # bounds of the first pass's draws per chain (first_pass_draws)
 SEARCH_DROP = 50.0  # peaks more than this + dim nats below the chains' highest density are not searched further
 
 
@@ -227,3 +229,15 @@ def finite_starts(compiled, rng, n, prior=None):
             "Check the priors' supports, the observed data (NaN?) and any pm.Potential."
         )
     return X
+
+
+def first_pass_draws(dim: int, options) -> int:
+    """Draws per chain in the first pass: ``options.n_draws``, or where it is None enough for the Gaussian
+    reference in ``dim`` dimensions, ``5 d^2`` draws per half of the chains (a fitted covariance's expected error
+    ``d^2 / 4n`` is then 0.05 nats), between :data:`FIRST_DRAWS` (the chains' checks need a few dozen draws
+    each) and :data:`FIRST_DRAWS_MAX` (beyond, the curvature reference and more draws for the target se take
+    over)."""
+    if options.n_draws is not None:
+        return int(options.n_draws)
+    per_chain = 5.0 * dim * dim / max(options.n_chains // 2, 1)
+    return int(np.clip(np.ceil(per_chain), FIRST_DRAWS, FIRST_DRAWS_MAX))

@@ -27,6 +27,7 @@ from ..runners.starts import evenly_spaced
 from ..sample_diagnostics import pareto_khat
 from ..weights import ess as kish_ess
 from ..weights import systematic_resample
+from .auto_chains import FIRST_DRAWS_MAX
 
 N_IMPORTANCE = 1 << 16  # the modes route's importance draws: about the gradient evaluations of the chains' warm-up
 N_PILOT = 1 << 12
@@ -464,7 +465,7 @@ def sum_route(enumeration, names, options, rng) -> AutoRecord:
         reason=reason,
         estimates={"sum": estimate},
         primary="sum",
-        smc_posterior=enumeration.draw(rng, (options.n_chains, options.n_draws)),
+        smc_posterior=enumeration.draw(rng, (options.n_chains, options.n_draws or FIRST_DRAWS_MAX)),
     )
 
 

@@ -467,7 +467,9 @@ class AutoOptions(CommonOptions):
 
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
     n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)
-    n_draws: int = option(125, "draws per chain in the first pass", positive_int)
+    n_draws: object = option(None, "draws per chain in the first pass (None: enough for a Gaussian reference in "
+                                    "this dimension, 5 d^2 per half of the chains, between 50 and 125)",
+                             optional(positive_int))
     n_warmup: int = option(400, "warm-up iterations per chain", positive_int)
     target_se: float = option(0.03, "draw more (up to 8x) until the se is below this", positive_number)
     max_time: object = option(None, "time budget in seconds: once spent, the warm-up is cut short, no further route "

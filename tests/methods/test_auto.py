@@ -13,6 +13,7 @@ from scipy import integrate, special, stats
 import pmz
 from pmz.sample_diagnostics import pareto_khat, split_rhat
 from pmz.methods.auto import AutoRecord, estimate_auto
+from pmz.methods.auto_chains import FIRST_DRAWS
 from pmz import systems
 from pmz.runners.posterior_hmc import sample_posterior
 from pmz.model.pymc import CompiledModel
@@ -480,7 +481,7 @@ def test_posterior_group_holds_the_model_variables():
     if res["evidence"].attrs["route"] == "tempered":  # one chain per SMC run
         assert post.sizes["chain"] == 4 and post.sizes["draw"] == 1000
     else:
-        assert post.sizes["chain"] == 32 and post.sizes["draw"] >= 125
+        assert post.sizes["chain"] == 32 and post.sizes["draw"] >= FIRST_DRAWS
     np.testing.assert_allclose(post["b2"].values, 2 * post["b"].values)
     assert (post["s"].values > 0).all()
     assert f"route='{res['evidence'].attrs['route']}'" in repr(res)
@@ -589,3 +590,15 @@ def test_small_discrete_support_is_summed_out():
     draws = res["posterior"]["switch"].values.ravel()
     assert set(np.unique(draws)) <= {0, 1}
     assert abs(draws.mean() - p_switch) < 4 * np.sqrt(p_switch * (1 - p_switch) / 1000) + 0.02
+
+
+def test_first_pass_draws_follow_the_dimension():
+    """5 d^2 draws per half of the chains, between 50 and 125 per chain; n_draws= as given wins."""
+    from pmz.methods.auto_chains import FIRST_DRAWS_MAX, first_pass_draws
+    from pmz.methods.options import AutoOptions
+
+    options = AutoOptions()
+    assert first_pass_draws(3, options) == FIRST_DRAWS
+    assert first_pass_draws(15, options) == int(np.ceil(5 * 15**2 / 16))
+    assert first_pass_draws(100, options) == FIRST_DRAWS_MAX
+    assert first_pass_draws(100, AutoOptions(n_draws=30)) == 30
