@@ -95,6 +95,7 @@ from .auto_routes import (
 __all__ = ["AutoRecord", "run_auto", "estimate_auto", "untrusted_chains_reason"]
 
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
+_SAMPLING_SHARE = 0.85  # of max_time, for the posterior chains (the rest for the bridge and the estimates)
 _SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
 
 
@@ -104,13 +105,16 @@ class _Clock:
     def __init__(self, max_time):
         self.t0 = time.perf_counter()
         self.deadline = None if max_time is None else self.t0 + float(max_time)
+        # the chains stop a little earlier: the bridge and the estimates after them take time too
+        self.sampling_deadline = None if max_time is None else self.t0 + _SAMPLING_SHARE * float(max_time)
         self.timeline = []
 
     def mark(self, label):
         self.timeline.append((label, round(time.perf_counter() - self.t0, 3)))
 
     def left(self) -> float:
-        return np.inf if self.deadline is None else self.deadline - time.perf_counter()
+        """Seconds left to start more work (the chains' share of ``max_time``)."""
+        return np.inf if self.sampling_deadline is None else self.sampling_deadline - time.perf_counter()
 
 
 def _draws_wanted(se, n_draws, first_draws, options) -> int:
@@ -208,7 +212,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
                 n_draws=first_pass_draws(target.dim, options),
                 n_warmup=options.n_warmup,
                 progress=progress,
-                deadline=clock.deadline,
+                deadline=clock.sampling_deadline,
             )
         clock.mark("posterior draws")
         n_modes, dropped = 0, 0
@@ -234,14 +238,15 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
                 n_draws=2 * first_pass_draws(target.dim, options),
                 n_warmup=options.n_warmup,
                 progress=progress,
-                deadline=clock.deadline,
+                deadline=clock.sampling_deadline,
             )
             clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
             if not draws.rhat <= options.max_rhat:
                 n_modes = separate_modes(draws, options.max_rhat)
         if options.max_rhat < draws.rhat <= _SLOW_MIXING_RHAT and not n_modes and options.posterior is None:
             # mixing slowly rather than in separate modes: longer chains (the tempered route is no cure for this)
-            draws = continue_sampling(target, draws, sample_rng, 3 * draws.n_draws, deadline=clock.deadline)
+            draws = continue_sampling(target, draws, sample_rng, 3 * draws.n_draws,
+                                     deadline=clock.sampling_deadline)
             clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
     own_chains = options.posterior is None
     unreliable = ""
@@ -288,7 +293,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         if wanted < 2 * draws.n_draws:
             break
         draws = continue_sampling(
-            target, draws, more_rng, wanted - draws.n_draws, deadline=clock.deadline, min_draws=1
+            target, draws, more_rng, wanted - draws.n_draws, deadline=clock.sampling_deadline, min_draws=1
         )
         estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap)
         clock.mark(f"more draws ({draws.n_draws} per chain{'' if passed else ', for the reference'}) and bridge")

@@ -265,7 +265,8 @@ def sample_posterior(
     deadline : float, optional
         ``time.perf_counter()`` value after which sampling stops early: a warm-up that reaches it skips its
         remaining metric windows and ends with a final step-size window of ``_MIN_WINDOW`` iterations
-        (``info["warmup_cut"]``, ``info["n_warmup_done"]``); at least 10 draws are kept.
+        (``info["warmup_cut"]``, ``info["n_warmup_done"]``); at least 10 draws are kept. After a cut the
+        trajectories are at most 10 leapfrog steps (the metric may not be adapted yet, the step size tiny).
     """
     t0 = time.perf_counter()
     evals = count_evaluations(compiled)
@@ -284,15 +285,16 @@ def sample_posterior(
     schedule = [("fast", fast_start)] + [("slow", w) for w in slow] + [("fast", fast_end)]
     last = len(schedule) - 1
     done, cut_at = 0, None  # cut_at: the warm-up iteration at which the deadline passed or the adaptation settled
-    converged_at = None
+    converged_at, out_of_time = None, False
     for phase, (kind, length) in enumerate(schedule):
         if cut_at is not None and phase < last:
             continue  # out of time: skip to the final fast window, shortened, to tune the step size
-        if cut_at is not None and converged_at is None:
+        out_of_time = cut_at is not None and converged_at is None  # then short trajectories: the metric may be
+        if out_of_time:                                            # unadapted and its step size tiny
             length = min(length, _MIN_WINDOW)
         window = []
         for _ in range(length):
-            cap = 10 if phase == 0 else max_leapfrog
+            cap = 10 if phase == 0 or out_of_time else max_leapfrog
             eps = np.exp(adapt.log_step_size)
             n_leapfrog = n_leapfrog_for(eps, cap)
             x, value, grad, acc, _ = _hmc_step(compiled, rng, x, value, grad, eps, chol, n_leapfrog)
@@ -317,7 +319,7 @@ def sample_posterior(
         x=np.empty((n_chains, 0, dim)),
         log_posterior=np.empty((n_chains, 0)),
         step_size=dual_averaging_step_size(adapt),
-        n_leapfrog=n_leapfrog_for(dual_averaging_step_size(adapt), max_leapfrog),
+        n_leapfrog=n_leapfrog_for(dual_averaging_step_size(adapt), 10 if out_of_time else max_leapfrog),
         metric=metric,
         acceptance=0.0,
         divergences=0,

@@ -330,6 +330,7 @@ def test_warm_up_stops_at_the_deadline():
     cut = sample_posterior(compiled, rng, n_chains=4, n_draws=20, n_warmup=400, deadline=time.perf_counter())
     full = sample_posterior(compiled, rng, n_chains=4, n_draws=20, n_warmup=400)
     assert cut.info["warmup_cut"] and cut.info["n_warmup_done"] < 400
+    assert cut.n_leapfrog <= 10  # short trajectories once out of time (the metric may not be adapted)
     assert not full.info["warmup_cut"] and full.info["n_warmup_done"] == 400
     assert cut.x.shape[1] >= 10
 
