@@ -211,6 +211,8 @@ def _adapted(window, previous, metric) -> bool:
     Then more metric windows would not change the sampler much and the warm-up ends with its final step-size
     window. In many dimensions the noise of a metric estimated from a window's draws alone exceeds the factor, so
     the full warm-up runs there."""
+    if previous.shape != metric.shape:  # a dense metric that fell back to its diagonal: not settled
+        return False
     if split_rhat(np.swapaxes(window, 0, 1)).max() > _SETTLED_RHAT:
         return False
     if metric.ndim == 2:

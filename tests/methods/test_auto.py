@@ -396,6 +396,7 @@ def test_warm_up_settles_when_the_chains_agree_and_the_metric_stops_changing():
     wider = cov.copy()
     wider[2, 2] *= 2.0  # twice the previous variance along the third axis
     assert not _adapted(window, cov, wider)
+    assert not _adapted(window, np.diag(cov), estimate)  # a dense metric after a diagonal fallback
 
 
 def test_draws_are_bought_only_for_the_target_se():
