@@ -69,7 +69,6 @@ SCALING_CACHE = Path(__file__).resolve().parent / "results" / "everyday_scaling.
 TOOLS = ("pmz", "sample_smc", "nuts_bridge")
 BF_SE = 0.05  # nats: a Bayes-factor-grade answer
 HEADING = "## Everyday models: time to an answer against pm.sample_smc and pm.sample + bridge"
-SCALING_HEADING = "## Everyday models: cost against the data and the dimension"
 
 
 def _models():

@@ -236,13 +236,18 @@ def _negbin_pool():
     return X, y
 
 
-@cache
-def _negbin_data(n: int):
-    X, y = _negbin_pool()
-    if not 1 <= n <= NB["n_max"]:
-        raise ValueError(f"negbin_glm: n must be in 1..{NB['n_max']}")
+def _first_rows(pool, n: int, n_max: int, name: str):
+    """The first ``n`` rows of a simulated ``(X, y)`` pool, predictors standardised on those rows."""
+    X, y = pool
+    if not 1 <= n <= n_max:
+        raise ValueError(f"{name}: n must be in 1..{n_max}")
     X = X[:n]
     return (X - X.mean(0)) / X.std(0), y[:n]
+
+
+@cache
+def _negbin_data(n: int):
+    return _first_rows(_negbin_pool(), n, NB["n_max"], "negbin_glm")
 
 
 def _build_negbin(n: int) -> pm.Model:
@@ -350,11 +355,7 @@ def _logistic_pool():
 
 @cache
 def _logistic_data(n: int):
-    X, y = _logistic_pool()
-    if not 1 <= n <= LOGIT["n_max"]:
-        raise ValueError(f"logistic_glm: n must be in 1..{LOGIT['n_max']}")
-    X = X[:n]
-    return (X - X.mean(0)) / X.std(0), y[:n]
+    return _first_rows(_logistic_pool(), n, LOGIT["n_max"], "logistic_glm")
 
 
 def _build_logistic(n: int) -> pm.Model:

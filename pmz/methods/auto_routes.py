@@ -144,9 +144,7 @@ def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7):
         return q
     scores = []
     for candidate, stream in zip((q, curved), rng.spawn(2)):
-        x = candidate.sample(stream, N_CHOICE)
-        lp, ll = compiled.log_densities_once(x)
-        log_w = lp + ll - candidate.log_density(x)
+        log_w, _ = _importance_draws(compiled, candidate, stream, N_CHOICE, once=True)
         log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
         scores.append((kish_ess(log_w) / N_CHOICE, pareto_khat(log_w)))
     (ess_fit, _), (ess_curved, khat_curved) = scores
@@ -422,9 +420,12 @@ def importance_from_reference(target, q, rng, max_khat, *, n_draws: int = N_IMPO
     return estimates, records, posterior, ""
 
 
-def _importance_draws(target, q, rng, n):
+def _importance_draws(target, q, rng, n, once: bool = False):
+    """``n`` exact draws of ``q`` and their log importance weights ``log p~ - log q`` (NaN read as -inf).
+    ``once``: a small one-off batch, evaluated through the already compiled gradient function
+    (:meth:`pmz.model.pymc.CompiledModel.log_densities_once`) rather than compiling the value function."""
     X = q.sample(rng, n)
-    lp, ll = target.log_densities(X)
+    lp, ll = target.log_densities_once(X) if once else target.log_densities(X)
     log_w = np.asarray(lp + ll, dtype=float) - q.log_density(X)
     return np.where(np.isnan(log_w), -np.inf, log_w), X
 

@@ -329,7 +329,7 @@ def sample_posterior(
         n_grad_evals=evals.n_grad_evals,
         seconds=time.perf_counter() - t0,
         info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup, "n_warmup_done": done,
-              "warmup_cut": cut_at is not None and converged_at is None, "warmup_settled_at": converged_at},
+              "warmup_cut": out_of_time, "warmup_settled_at": converged_at},
     )
 
     def report(kept):
