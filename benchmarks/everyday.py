@@ -10,7 +10,11 @@ next seed), each timed whole with ``time.perf_counter`` (compilation included, m
   default chains and cores: on a 2-core machine two chains in two processes); log Z = the chains' mean;
 * ``nuts_bridge``: ``pm.sample(chains=4, random_seed=seed, progressbar=False)`` (PyMC's default sampler and
   cores), then ``pmz.evidence(model, posterior=idata, ...)``: the bridge-sampling workflow of R's
-  bridgesampling; both times recorded (``wall`` = sampling + evidence, ``wall_sample``, ``wall_evidence``).
+  bridgesampling; both times recorded (``wall`` = sampling + evidence, ``wall_sample``, ``wall_evidence``);
+* ``pmz_pool2`` (not run unless ``--tools`` names it): pmz's default on as many processes as ``pm.sample`` uses
+  here, ``pmz.evidence(model, executor=pool, n_chunks=2, ...)`` with a ``ProcessPoolExecutor(2)`` (spawn) made
+  once per benchmark process and warmed (its workers have imported pmz; each call still compiles the model in
+  every worker, as a user's call does).
 
 Every run is one JSON line in ``benchmarks/results/everyday.jsonl`` (``--cache``), keyed by model, tool, seed
 and PyMC version; an interrupted run resumes. ``--report`` prints the table from the cache: per model, worst
@@ -67,6 +71,8 @@ import pmz  # noqa: E402
 CACHE = Path(__file__).resolve().parent / "results" / "everyday.jsonl"
 SCALING_CACHE = Path(__file__).resolve().parent / "results" / "everyday_scaling.jsonl"
 TOOLS = ("pmz", "sample_smc", "nuts_bridge")
+POOL_TOOL = "pmz_pool2"  # pmz's default on a pool of two processes (n_chunks=2)
+_POOL = []
 BF_SE = 0.05  # nats: a Bayes-factor-grade answer
 HEADING = "## Everyday models: time to an answer against pm.sample_smc and pm.sample + bridge"
 
@@ -109,6 +115,24 @@ def run_nuts_bridge(model, seed: int) -> dict:
     return out
 
 
+def _warm(_):
+    import pmz  # noqa: F401 -- the worker's imports, once per pool
+
+    return os.getpid()
+
+
+def run_pool2(model, seed: int) -> dict:
+    """pmz's default with its chains in two groups on a pool of two worker processes (made once, kept)."""
+    import concurrent.futures
+    import multiprocessing
+
+    if not _POOL:
+        pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+        list(pool.map(_warm, range(4)))
+        _POOL.append(pool)
+    return pmz_run(model, seed, executor=_POOL[0], n_chunks=2)
+
+
 def run_benchmark(names, seeds, tools, cache_path: Path, log) -> dict:
     models = _models()
     cache = load_cache(cache_path)
@@ -124,6 +148,8 @@ def run_benchmark(names, seeds, tools, cache_path: Path, log) -> dict:
             r = pmz_run(model, seed)
         elif tool == "sample_smc":
             r = run_smc(model, seed)
+        elif tool == POOL_TOOL:
+            r = run_pool2(model, seed)
         else:
             r = run_nuts_bridge(model, seed)
         truth = bench.truth(pm.__version__)
@@ -145,7 +171,8 @@ def summarize(cache: dict, names, seeds, pymc_version: str) -> list[dict]:
     rows = []
     for name in names:
         truth = models[name].truth(pymc_version)
-        runs = {t: [cache[k] for s in seeds if (k := (name, t, t, s, pymc_version)) in cache] for t in TOOLS}
+        runs = {t: [cache[k] for s in seeds if (k := (name, t, t, s, pymc_version)) in cache]
+                for t in (*TOOLS, POOL_TOOL)}
         if not runs["pmz"]:
             continue
         row = {"model": name, "dim": models[name].dim, "kind": models[name].kind, "truth": truth}
@@ -155,7 +182,7 @@ def summarize(cache: dict, names, seeds, pymc_version: str) -> list[dict]:
             row[f"n_{tool}"], row[f"fail_{tool}"] = len(rs), len(rs) - len(ok)
             row[f"rmse_{tool}"] = float(np.sqrt(np.mean(err**2))) if ok else math.nan
             row[f"time_{tool}"] = float(np.mean([r["wall"] for r in rs])) if rs else math.nan
-            if tool != "sample_smc" and ok:
+            if tool in ("pmz", "nuts_bridge") and ok:
                 se = np.array([r["se"] for r in ok])
                 row[f"coverage_{tool}"] = float(np.mean(np.abs(err) <= 1.96 * se))
                 rel = [abs(e) / s for r, e, s in zip(ok, err, se) if r["reliable"] and s > 0]
@@ -170,6 +197,7 @@ def summarize(cache: dict, names, seeds, pymc_version: str) -> list[dict]:
         peers = [row["time_sample_smc"], row["time_nuts_sample"]]
         fastest = min((p for p in peers if np.isfinite(p)), default=math.nan)
         row["time_ratio"] = row["time_pmz"] / fastest if np.isfinite(fastest) else math.nan
+        row["time_ratio_pool2"] = row[f"time_{POOL_TOOL}"] / row["time_nuts_sample"]
         row["routes"] = sorted({str(r.get("route")) for r in runs["pmz"]})
         rows.append(row)
     rows.sort(key=lambda r: -r["time_ratio"] if np.isfinite(r["time_ratio"]) else -math.inf)
@@ -180,8 +208,9 @@ def format_report(rows: list[dict]) -> str:
     lines = [
         "| model | dim | truth | pmz runs | pmz RMSE | pmz median se | coverage | max abs(err)/se, reliable | "
         "unreliable | se <= 0.05 & reliable | pmz time (s) | sample_smc time (s) | pm.sample time (s) | "
-        "+ bridge (s) | pmz / faster peer | SMC RMSE | NUTS+bridge RMSE | routes |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "+ bridge (s) | pmz / faster peer | pmz, 2 processes (s) | its / pm.sample | SMC RMSE | NUTS+bridge RMSE "
+        "| routes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
@@ -191,6 +220,7 @@ def format_report(rows: list[dict]) -> str:
             f"{fmt(r.get('bf_grade_pmz', math.nan), '.0%')} | {fmt(r['time_pmz'], '.1f')} | "
             f"{fmt(r['time_sample_smc'], '.1f')} | {fmt(r['time_nuts_sample'], '.1f')} | "
             f"{fmt(r['time_nuts_evidence'], '.1f')} | {fmt(r['time_ratio'], '.2f')} | "
+            f"{fmt(r[f'time_{POOL_TOOL}'], '.1f')} | {fmt(r['time_ratio_pool2'], '.2f')} | "
             f"{fmt(r['rmse_sample_smc'], '.4f')} | {fmt(r['rmse_nuts_bridge'], '.4f')} | {', '.join(r['routes'])} |")
     return "\n".join(lines)
 

@@ -90,12 +90,15 @@ def evidence(
         Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs; 8 chunks unless
         ``n_chunks`` says otherwise, one per run for SMC). Every path, chain and run has its own random stream, so
         the result is the same bits for any number of workers and any ``n_chunks``, and the same as
-        ``executor=None``. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be
-        split: ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
+        ``executor=None``. ``"auto"`` and ``"bridge"`` split their posterior chains into groups that adapt on
+        their own (4 groups for auto and one per chain for bridge unless ``n_chunks`` says otherwise): their bits
+        follow ``n_chunks`` (``n_chunks=1`` is the call without an executor) but never the executor or its
+        workers. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be split:
+        ``"auto"``, ``"bridge"``, ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
     checkpoint : str or os.PathLike, optional
         A netCDF file that keeps every finished chunk; a call with the same arguments (and ``random_seed``)
-        resumes from it. Ctrl-C during a chunked run returns the finished chunks' result, flagged partial
-        (``res.run_attrs["partial"]``) and unreliable.
+        resumes from it (not ``"auto"`` or ``"bridge"``). Ctrl-C during a chunked run returns the finished chunks'
+        result, flagged partial (``res.run_attrs["partial"]``) and unreliable.
     config : option set, optional
         The method's options as one object (:mod:`pmz.methods.options`, e.g. ``TwoWayOptions(n_paths=1024)`` for
         ``method="bar"``); keywords given as well override its fields.
@@ -136,6 +139,12 @@ def evidence(
         can = sorted(name for name, m in METHODS.items() if m.chunked)
         raise ValueError(
             f"pmz: method {method!r} cannot be split into chunks (executor=, checkpoint=); the methods that can: {can}"
+        )
+    if checkpoint is not None and spec.chain_groups:
+        can = sorted(name for name, m in METHODS.items() if m.chunked and not m.chain_groups)
+        raise ValueError(
+            f"pmz: method {method!r} takes executor= and n_chunks but not checkpoint= (its chunks are groups of "
+            f"posterior chains, not records a file keeps); the methods that keep checkpoints: {can}"
         )
     t0 = time.perf_counter()
     check_rng, run_rng, estimate_rng, result_rng = seeded_streams(random_seed, 4)

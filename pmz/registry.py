@@ -46,6 +46,9 @@ class Method:
     needs_kernel: bool = True
     check_start: bool = True  # evaluate the family's start draws before running (auto starts from its own points)
     chunked: bool = False  # run(..., chunks=ChunkRunner) splits the run into chunks (pmz.execution.executors)
+    # chunks are groups of posterior chains that adapt on their own: the bits follow n_chunks (not the executor or
+    # its workers), and no checkpoint keeps them
+    chain_groups: bool = False
 
     @property
     def defaults(self) -> dict:
@@ -74,7 +77,8 @@ _AUTO = (
 )
 
 METHODS: dict[str, Method] = {
-    "auto": Method("auto", AutoOptions, run_auto, estimate_auto, _AUTO, check_start=False),
+    "auto": Method("auto", AutoOptions, run_auto, estimate_auto, _AUTO, check_start=False, chunked=True,
+                   chain_groups=True),
     "ais": Method(
         "ais", AnnealingOptions, run_forward_ais, estimate_jarzynski,
         "forward annealed importance sampling (Jarzynski estimator)", chunked=True,
@@ -89,7 +93,7 @@ METHODS: dict[str, Method] = {
     "bridge": Method(
         "bridge", BridgeOptions, run_bridge_method, estimate_bridge,
         "bridge sampling (K = 1 BAR) from posterior draws with a fitted reference (Meng & Wong 1996)",
-        needs_kernel=False,
+        needs_kernel=False, chunked=True, chain_groups=True,
     ),
     **{
         name: Method(

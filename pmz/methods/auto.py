@@ -67,7 +67,8 @@ import numpy as np
 
 from ..estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnostics
 from ..records import EvidenceEstimate
-from ..runners.posterior_hmc import continue_sampling, sample_posterior
+from ..execution.executors import local_runner
+from .chain_groups import ChainChunks
 from .auto_chains import (
     N_SEARCH,
     NEGLIGIBLE_MASS,
@@ -97,6 +98,7 @@ __all__ = ["AutoRecord", "run_auto", "estimate_auto", "untrusted_chains_reason"]
 _MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
 _SAMPLING_SHARE = 0.85  # of max_time, for the posterior chains (the rest for the bridge and the estimates)
 _SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
+CHAIN_CHUNKS = 4  # groups of chains that warm up on their own, with an executor and no n_chunks
 
 
 class _Clock:
@@ -111,6 +113,10 @@ class _Clock:
 
     def mark(self, label):
         self.timeline.append((label, round(time.perf_counter() - self.t0, 3)))
+
+    def wall_deadline(self):
+        """The ``max_time`` deadline as a wall-clock time (``time.time()``: the same on every worker), or None."""
+        return None if self.deadline is None else time.time() + (self.deadline - time.perf_counter())
 
     def left(self) -> float:
         """Seconds left to start more work (the chains' share of ``max_time``)."""
@@ -140,7 +146,7 @@ def _noted(record, clock, dropped, n_chains, target):
     return record
 
 
-def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
+def run_auto(family, kernel, options, rng, progressbar, target, chunks=None) -> AutoRecord:
     """Run the auto route on a compiled PyMC model (see the module docstring).
 
     A model whose free variables are all discrete, with at most :data:`pmz.model.discrete_sum.MAX_STATES` joint
@@ -149,11 +155,15 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     :data:`pmz.model.discrete_sum.MAX_CONFIGURATIONS` values are summed out exactly
     (:mod:`pmz.model.discrete_sum`) and the continuous routes run on the summed model (log Z unchanged); the
     posterior draws then get their discrete values from the exact conditionals. Larger or unbounded discrete
-    supports go to the tempered route."""
+    supports go to the tempered route.
+
+    ``chunks`` (a :class:`~pmz.execution.executors.ChunkRunner`, with ``executor=`` or ``n_chunks``): the chains
+    run in ``n_chunks`` groups that warm up on their own (:mod:`pmz.methods.chain_groups`; :data:`CHAIN_CHUNKS`
+    with an executor), and the path and SMC routes split their paths and runs on the same runner."""
     from ..model.discrete_sum import MAX_CONFIGURATIONS, discrete_enumeration, discrete_sum
 
     if not target.layout.discrete_mask.any():
-        return _run_continuous(family, kernel, options, rng, progressbar, target, target)
+        return _run_continuous(family, kernel, options, rng, progressbar, target, target, chunks=chunks)
     names = [b.rv_name for b in target.layout.blocks if b.discrete]
     if target.layout.discrete_mask.all():
         clock = _Clock(options.max_time)
@@ -170,10 +180,10 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
                f"more than {MAX_CONFIGURATIONS} joint values or an unbounded support, too many to sum out")
         clock = _Clock(options.max_time)
         record = tempered_route(family, kernel, options, rng.spawn(6)[4], progressbar, target,
-                                 f"discrete free variables {names} ({why})", clock)
+                                 f"discrete free variables {names} ({why})", clock, chunks)
         return _noted(record, clock, 0, options.n_chains, target)
     continuous_kernel = getattr(kernel, "continuous", kernel)
-    record = _run_continuous(family, continuous_kernel, options, rng, progressbar, summed, target, kernel)
+    record = _run_continuous(family, continuous_kernel, options, rng, progressbar, summed, target, kernel, chunks)
     record.reason += f"; discrete free variables {names} summed out exactly ({summed.n_configurations} values)"
     draw_rng = rng.spawn(1)[0]
     if record.draws is not None:
@@ -183,13 +193,16 @@ def run_auto(family, kernel, options, rng, progressbar, target) -> AutoRecord:
     return record
 
 
-def _run_continuous(family, kernel, options, rng, progressbar, target, full_target, full_kernel=None) -> AutoRecord:
+def _run_continuous(family, kernel, options, rng, progressbar, target, full_target, full_kernel=None,
+                    chunks=None) -> AutoRecord:
     """The routes on a model with continuous free variables only (``target``: the model, or the model with its
     discrete variables summed out; ``full_target`` / ``full_kernel``: the model as written and its kernel, for
     the tempered route)."""
     from ..progress import progress_bar
 
     full_kernel = kernel if full_kernel is None else full_kernel
+    chunks = local_runner(progressbar) if chunks is None else chunks
+    chains = ChainChunks(chunks, target, chunks.count(options.n_chunks, options.n_chains // 2, CHAIN_CHUNKS))
     clock = _Clock(options.max_time)
     sample_rng, bridge_rng, more_rng, path_rng, smc_rng, stuck_rng, search_rng = rng.spawn(7)
     prior = prior_reference(full_target)
@@ -204,11 +217,9 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             draws = draws_from_posterior(target, options.posterior)
         else:
             start_rng, sample_rng = sample_rng.spawn(2)
-            draws = sample_posterior(
-                target,
+            draws = chains.sample(
                 sample_rng,
-                starts=finite_starts(target, start_rng, options.n_chains, prior),
-                n_chains=options.n_chains,
+                finite_starts(target, start_rng, options.n_chains, prior),
                 n_draws=first_pass_draws(target.dim, options),
                 n_warmup=options.n_warmup,
                 progress=progress,
@@ -230,11 +241,9 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             # not mixed yet: a second warm-up from where the chains are (stuck ones restarted from the others'
             # states), twice the draws
             first_rhat = draws.rhat
-            draws = sample_posterior(
-                target,
+            draws = chains.sample(
                 sample_rng,
-                starts=restart if dropped else draws.x[:, -1],
-                n_chains=options.n_chains,
+                restart if dropped else draws.x[:, -1],
                 n_draws=2 * first_pass_draws(target.dim, options),
                 n_warmup=options.n_warmup,
                 progress=progress,
@@ -245,8 +254,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
                 n_modes = separate_modes(draws, options.max_rhat)
         if options.max_rhat < draws.rhat <= _SLOW_MIXING_RHAT and not n_modes and options.posterior is None:
             # mixing slowly rather than in separate modes: longer chains (the tempered route is no cure for this)
-            draws = continue_sampling(target, draws, sample_rng, 3 * draws.n_draws,
-                                     deadline=clock.sampling_deadline)
+            draws = chains.more(draws, sample_rng, 3 * draws.n_draws, deadline=clock.sampling_deadline)
             clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
     own_chains = options.posterior is None
     unreliable = ""
@@ -256,7 +264,8 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     out_of_time = clock.left() <= 0  # then no further route runs: the bridge on these draws, flagged
     if own_chains and divergent(draws) and not out_of_time:
         reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=True)
-        record = tempered_route(family, full_kernel, options, smc_rng, progressbar, full_target, reason, clock)
+        record = tempered_route(family, full_kernel, options, smc_rng, progressbar, full_target, reason, clock,
+                                chunks)
         record.rhat, record.divergences = draws.rhat, draws.divergences
         record.n_posterior_draws = draws.n_chains * draws.n_draws
         return _noted(record, clock, dropped, options.n_chains, target)
@@ -273,7 +282,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             clock.mark(f"search for missed modes from {N_SEARCH} prior draws ({n_new} new chains)")
             if n_new:
                 reason += f"; a search from {N_SEARCH} prior draws found {n_new} more and ran a chain in each"
-        record = modes_route(target, draws, kernel, options, smc_rng, progressbar, reason, clock, prior)
+        record = modes_route(target, draws, kernel, options, smc_rng, progressbar, reason, clock, prior, chunks)
         return _noted(record, clock, dropped, options.n_chains, target)
 
     user_draws = options.posterior is not None
@@ -292,9 +301,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             wanted = max(options.n_warmup, draws.n_draws)
         if wanted < 2 * draws.n_draws:
             break
-        draws = continue_sampling(
-            target, draws, more_rng, wanted - draws.n_draws, deadline=clock.sampling_deadline, min_draws=1
-        )
+        draws = chains.more(draws, more_rng, wanted - draws.n_draws, deadline=clock.sampling_deadline, min_draws=1)
         estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap)
         clock.mark(f"more draws ({draws.n_draws} per chain{'' if passed else ', for the reference'}) and bridge")
 
@@ -310,7 +317,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     else:
         bad = next(why for ok, why in verdicts if not ok)
         path_est, halves, path_records = path_route(target, draws, options, path_rng, progressbar, kernel,
-                                                         deadline=clock.deadline)
+                                                    deadline=clock.deadline, chunks=chunks)
         estimates.update(path=path_est, **halves)
         records.update(path_records)
         route, reason, primary = "path", f"bridge sampling alone is not enough: {bad}", "path"

@@ -167,8 +167,9 @@ def search_modes(target, prior, draws, rng):
     by_chain = None
     if draws.divergences_by_chain is not None and more.divergences_by_chain is not None:
         by_chain = np.concatenate([draws.divergences_by_chain, more.divergences_by_chain])
+    group = None if draws.group is None else np.concatenate([draws.group, np.zeros(k, dtype=int)])  # group 0's
     merged = replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
-                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain,
+                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
                      rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
                      seconds=draws.seconds + more.seconds)
     return merged, k

@@ -208,11 +208,12 @@ class _PathHalf:
     was not fitted to; each batch at draws no earlier batch started from, spread evenly over the chains), pooled
     (:func:`pmz.runners.pooling.merge_work`); BAR over their work."""
 
-    def __init__(self, compiled, fit_draws, start_draws, rng, progressbar, kernel):
+    def __init__(self, compiled, fit_draws, start_draws, rng, progressbar, kernel, chunks=None):
         from .options import ScheduleOptions
         from .schedule import setup_schedule
 
         self.compiled, self.kernel, self.start_draws, self.progressbar = compiled, kernel, start_draws, progressbar
+        self.chunks = chunks
         self.family = GeometricPath(compiled, gaussian_reference(compiled, fit_draws, rng))
         path_options = ScheduleOptions(schedule="adaptive", n_temps=64, cess_target=0.95, n_pilot=N_PATHS_FIRST,
                                        n_tune_temps=20)
@@ -251,6 +252,7 @@ class _PathHalf:
             n_steps_per_temp=2,
             keep_particles=False,
             progressbar=self.progressbar,
+            chunks=self.chunks,
         )
         if self.record is not None:
             batch = replace(batch, forward=merge_work([self.record.forward, batch.forward]),
@@ -262,7 +264,7 @@ class _PathHalf:
         return assess(est, self.record)
 
 
-def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None):
+def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None, chunks=None):
     """Geometric paths from Gaussians fitted to the draws, cross-fitted like the bridge (:func:`bridge_pair`).
 
     Half A: q fitted to the even chains, reverse paths started at the odd chains' draws; half B the other way
@@ -278,6 +280,8 @@ def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None
     ``1/Z = E_p[q/p~]`` too large. With one q fitted to all draws and the reverse paths started at the same
     draws, a 100-D Gaussian posterior came out 0.09-0.2 nats low with se 0.025 (3.5-7.7 se, reported reliable).
 
+    ``chunks``: the call's chunk runner (the paths' random numbers do not depend on it).
+
     Returns the pooled estimate, the two halves ``{"path_a", "path_b"}`` and their records.
     """
     import time
@@ -285,8 +289,8 @@ def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None
     X_a, _ = draws.flat(np.arange(0, draws.n_chains, 2))
     X_b, _ = draws.flat(np.arange(1, draws.n_chains, 2))
     rng_a, rng_b = rng.spawn(2)
-    halves = [_PathHalf(compiled, X_a, X_b, rng_a, progressbar, kernel),
-              _PathHalf(compiled, X_b, X_a, rng_b, progressbar, kernel)]
+    halves = [_PathHalf(compiled, X_a, X_b, rng_a, progressbar, kernel, chunks),
+              _PathHalf(compiled, X_b, X_a, rng_b, progressbar, kernel, chunks)]
     n_paths = N_PATHS_FIRST
     while True:
         for half in halves:
@@ -308,20 +312,27 @@ def path_route(compiled, draws, options, rng, progressbar, kernel, deadline=None
     return pooled, {"path_a": est_a, "path_b": est_b}, {"path": halves[0].record, "path_b": halves[1].record}
 
 
-def _smc_runs(family, kernel, reference, options, run_rng, est_rng, progressbar, target):
+def _smc_runs(family, kernel, reference, options, run_rng, est_rng, progressbar, target, chunks=None, clock=None):
     """pmz's ``"smc"`` (its default particles, runs and adaptive tempering) along ``family`` from ``reference``:
-    the record and its estimate."""
+    the record, its estimate (its runs on ``chunks``, the call's chunk runner, when given) and, where ``clock``'s
+    ``max_time`` stopped the runs early (no run starts after it once two are done), why the result is
+    unreliable."""
     from .options import SMCOptions
     from .smc import estimate_smc_method, run_smc_method
 
     smc_options = SMCOptions(keep_particles=options.keep_particles, reference=reference)
-    record = run_smc_method(family, kernel, smc_options, run_rng, progressbar, target, method="smc")
-    return record, estimate_smc_method("smc")(record, smc_options, est_rng)
+    until = None if clock is None else clock.wall_deadline()
+    record = run_smc_method(family, kernel, smc_options, run_rng, progressbar, target, method="smc", chunks=chunks,
+                            until=until)
+    cut = ""
+    if record.n_runs < smc_options.n_runs:
+        cut = f"max_time was spent during SMC: {record.n_runs} of {smc_options.n_runs} runs (the se rests on them)"
+    return record, estimate_smc_method("smc")(record, smc_options, est_rng), cut
 
 
-def tempered_route(family, kernel, options, rng, progressbar, target, reason, clock):
+def tempered_route(family, kernel, options, rng, progressbar, target, reason, clock, chunks=None):
     """SMC from the prior (step 7), its estimate corrected to the density as written (:func:`density_evidence`)."""
-    record, est = _smc_runs(family, kernel, "prior", options, rng, rng, progressbar, target)
+    record, est, cut = _smc_runs(family, kernel, "prior", options, rng, rng, progressbar, target, chunks, clock)
     est = assess(density_evidence(est, family, target, rng.spawn(1)[0]), record)
     clock.mark("tempered route (SMC from the prior)")
     return AutoRecord(
@@ -331,6 +342,7 @@ def tempered_route(family, kernel, options, rng, progressbar, target, reason, cl
         records={"smc": record},
         primary="smc",
         smc_posterior=equally_weighted_runs(record, rng.spawn(1)[0]),
+        unreliable=cut,
     )
 
 
@@ -351,7 +363,7 @@ def defensive_prior(target, prior):
     return RenormalisedReference(prior, sum(known.values()), name="prior")
 
 
-def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock, prior=None):
+def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock, prior=None, chunks=None):
     """From the mixture ``q`` over the chains' modes and the prior (step 6): importance sampling from ``q`` where
     its weights are well behaved (:func:`importance_from_reference`), else SMC with adaptive tempering along
     ``q^(1-b) p~^b``."""
@@ -374,7 +386,8 @@ def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock,
             smc_posterior=posterior,
             **chains,
         )
-    record, est = _smc_runs(GeometricPath(target, q), kernel, q, options, run_rng, est_rng, progressbar, target)
+    record, est, cut = _smc_runs(GeometricPath(target, q), kernel, q, options, run_rng, est_rng, progressbar, target,
+                                 chunks, clock)
     est = assess(est, record)
     clock.mark("modes route (SMC from the mixture reference)")
     return AutoRecord(
@@ -384,6 +397,7 @@ def modes_route(target, draws, kernel, options, rng, progressbar, reason, clock,
         records={"smc_modes": record},
         primary="smc_modes",
         smc_posterior=equally_weighted_runs(record, post_rng),
+        unreliable=cut,
         **chains,
     )
 

@@ -1,20 +1,26 @@
 """Bridge sampling (``"bridge"``): BAR with one step, from a reference fitted to posterior draws to the posterior
 (Meng & Wong 1996; Gronau et al. 2017). The draws are the user's (``posterior=``) or a ``pm.sample`` run's; the
 reference is fitted on one half of each chain and the bridge uses the other (:mod:`pmz.runners.bridge_sampling`).
+With ``n_chunks`` or ``executor=`` the ``pm.sample`` chains run in groups, each group one ``pm.sample`` call with its
+own seed, wherever the executor puts it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
+from ..execution.executors import Task
 from ..runners.bridge_sampling import run_bridge
+from ..runners.pooling import split
 from ..runners.starts import nuts_draws, posterior_to_flat
 from .annealing import two_way_estimator
 
 __all__ = ["run_bridge_method", "estimate_bridge"]
 
 
-def run_bridge_method(family, kernel, options, rng, progressbar, target):
+def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=None):
     if target.kind != "pymc":
         raise ValueError("pmz: method='bridge' needs a PyMC model (posterior draws in its value space)")
     if target.layout.discrete_mask.any() or target.improper_priors:
@@ -24,9 +30,7 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target):
         )
     draws_rng, bridge_rng = rng.spawn(2)
     if options.posterior is None:
-        X, chain, _ = nuts_draws(
-            target, options.n_draws, draws_rng, tune=options.nuts_tune, progressbar=progressbar
-        )
+        X, chain = _nuts_in_chunks(target, options, draws_rng, progressbar, chunks)
         source = "nuts"
     else:
         X, chain = posterior_to_flat(target, options.posterior)
@@ -42,6 +46,39 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target):
         split=options.split,
     )
     return replace(record, reverse_start=source)
+
+
+def _nuts_chunk(compiled, n, rng, chains, tune, progressbar=False):
+    """One group of ``pm.sample`` chains (a chunk's work): flat draws and their chain numbers."""
+    X, chain, _ = nuts_draws(compiled, n, rng, chains=chains, tune=tune, progressbar=progressbar)
+    return X, chain
+
+
+def _nuts_in_chunks(target, options, rng, progressbar, chunks):
+    """``options.n_draws`` draws from ``options.n_chains`` ``pm.sample`` chains, in ``n_chunks`` groups of chains,
+    each one ``pm.sample`` call with its own seed (spawned from ``rng``): the same bits wherever the groups run.
+    Without a chunk runner the one group runs here directly (Ctrl-C keeps ``pm.sample``'s own message)."""
+    per_chain = -(-options.n_draws // options.n_chains)
+    n_chunks = 1 if chunks is None else chunks.count(options.n_chunks, options.n_chains, default=options.n_chains)
+    sizes = split(options.n_chains, n_chunks)
+    rngs = rng.spawn(n_chunks)
+    if chunks is None:
+        X, chain = _nuts_chunk(target, per_chain * sizes[0], rngs[0], sizes[0], options.nuts_tune, progressbar)
+        return X[: options.n_draws], chain[: options.n_draws]
+    own = chunks.own_bar(n_chunks)
+    tasks = [Task(f"nuts-{g:04d}", dict(n=per_chain * k, rng=r, chains=k), work=float(k))
+             for g, (k, r) in enumerate(zip(sizes, rngs))]
+    done = chunks.run(_nuts_chunk, target, dict(compiled=target, tune=options.nuts_tune, progressbar=own), tasks,
+                      desc="bridge: pm.sample")
+    if len(done) < len(tasks):
+        raise KeyboardInterrupt(
+            f"pmz: interrupted with {len(done)} of {len(tasks)} groups of pm.sample chains finished; nothing was "
+            "estimated"
+        )
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    X = np.concatenate([done[t.key][0] for t in tasks])
+    chain = np.concatenate([done[t.key][1] + offsets[g] for g, t in enumerate(tasks)])
+    return X[: options.n_draws], chain[: options.n_draws]
 
 
 def estimate_bridge(record, options, rng):

@@ -336,7 +336,8 @@ class BridgeOptions(CommonOptions):
     """Bridge sampling from posterior draws with a fitted reference (``"bridge"``; Meng & Wong 1996)."""
 
     posterior: object = option(None, "posterior draws (InferenceData); None: run pm.sample")
-    n_draws: int = option(2000, "pm.sample draws per chain when posterior is None", positive_int)
+    n_draws: int = option(2000, "pm.sample draws in all (over the chains) when posterior is None", positive_int)
+    n_chains: int = option(2, "pm.sample chains when posterior is None", positive_int)
     nuts_tune: int = option(1000, "pm.sample's tuning steps", non_negative_int)
     bridge_reference: object = option(
         "gaussian", "'gaussian', 'student_t' or a reference object", one_of("gaussian", "student_t", other=_reference)
@@ -345,6 +346,18 @@ class BridgeOptions(CommonOptions):
     df: float = option(5.0, "bridge_reference='student_t': degrees of freedom", positive_number)
     split: bool = option(True, "fit the reference on the first half of each chain, bridge with the second", boolean)
     n_bootstrap: int = option(200, "bootstrap resamples for the error bar", non_negative_int)
+    n_chunks: object = option(
+        None,
+        "split pm.sample's chains into this many groups, each a pm.sample call here one after the other or on the "
+        "executor; the result depends on n_chunks but not on the executor or its workers (None: one call without "
+        "executor=, one per chain with it)",
+        optional_int(1),
+    )
+    chunk_timeout: object = chunk_timeout()
+
+    def _check_together(self):
+        if self.n_chunks is not None and self.n_chunks > self.n_chains:
+            raise ValueError(f"pmz: n_chunks must be at most n_chains = {self.n_chains}, got {self.n_chunks}")
 
 
 def _init(name, value):
@@ -480,9 +493,22 @@ class AutoOptions(CommonOptions):
     n_bootstrap: int = option(0, "bootstrap resamples (0: the two halves' agreement checks the se)",
                               non_negative_int)
     fallback: str = option("smc", "the tempered route's method", one_of("smc"))
+    n_chunks: object = option(
+        None,
+        "split the chains into this many groups that warm up on their own, here one after the other or on the "
+        "executor (the path and SMC routes then split their paths and runs too); the result depends on n_chunks "
+        "but not on the executor or its workers (None: one group without executor=, 4 with it)",
+        optional_int(1),
+    )
+    chunk_timeout: object = chunk_timeout()
 
     def _check_together(self):
         if self.n_chains < 4:
             raise ValueError(
                 f"pmz: n_chains must be at least 4 (two halves of at least two chains), got {self.n_chains}"
+            )
+        if self.n_chunks is not None and self.n_chunks > self.n_chains // 2:
+            raise ValueError(
+                f"pmz: n_chunks must be at most n_chains // 2 = {self.n_chains // 2} (groups of at least two chains), "
+                f"got {self.n_chunks}"
             )

@@ -70,7 +70,7 @@ def build_sequence(family, kernel, options, rng, target) -> SMCSequence:
     return RBMUnitSequence.from_energy_model(target, order=options.unit_order, rng=rng)
 
 
-def _runs(sequence, settings, options, run_rng, target, chunks, method):
+def _runs(sequence, settings, options, run_rng, target, chunks, method, until=None):
     """The ``n_runs`` runs, each on its own stream (``run_rng.spawn(n_runs)``, as :func:`pmz.runners.resample_move.
     run_smc` gives them), in chunks of consecutive runs (one chunk here unless the call asked for more: then one
     run per chunk by default); pooled in run order."""
@@ -83,7 +83,7 @@ def _runs(sequence, settings, options, run_rng, target, chunks, method):
         for c, m in enumerate(sizes)
     ]
     context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles,
-                   progressbar=chunks.own_bar(n_chunks))
+                   progressbar=chunks.own_bar(n_chunks), until=until)
     done = chunks.run(smc_runs, target, context, tasks, desc=method.upper())
     records = [done[t.key] for t in tasks if t.key in done]
     if not records:
@@ -91,8 +91,11 @@ def _runs(sequence, settings, options, run_rng, target, chunks, method):
     return merge_smc(records)
 
 
-def run_smc_method(family, kernel, options, rng, progressbar, target, *, method, chunks=None):
-    """Build the sequence and run ``n_runs`` SMC (``method="smc"``) or ARM runs; returns the SMCRecord."""
+def run_smc_method(family, kernel, options, rng, progressbar, target, *, method, chunks=None, until=None):
+    """Build the sequence and run ``n_runs`` SMC (``method="smc"``) or ARM runs; returns the SMCRecord.
+
+    ``until`` (a ``time.time()`` value, the default's ``max_time``): no further run starts after it once two runs
+    of a chunk are done (:func:`pmz.runners.resample_move.smc_runs`)."""
     order_rng, run_rng = rng.spawn(2)
     sequence = build_sequence(family, kernel, options, order_rng, target)
     algorithm = "rm" if method == "smc" else ARM_VARIANTS[options.variant]
@@ -112,7 +115,7 @@ def run_smc_method(family, kernel, options, rng, progressbar, target, *, method,
         **arm,
     )
     chunks = local_runner(progressbar) if chunks is None else chunks
-    return _runs(sequence, settings, options, run_rng, target, chunks, method)
+    return _runs(sequence, settings, options, run_rng, target, chunks, method, until)
 
 
 def estimate_smc_method(method):

@@ -65,6 +65,9 @@ class PosteriorDraws:
         Sampling iterations whose energy error exceeded 1000.
     divergences_by_chain : ndarray (n_chains,) of int or None
         The same, chain by chain (so that dropping chains drops their divergences).
+    group : ndarray (n_chains,) of int or None
+        Chains run in groups that adapted separately (:mod:`pmz.methods.chain_groups`): each chain's group, and
+        ``parts`` each group's frozen sampler (metric, trajectory length; no draws). None: one group, this one.
     rhat : float
         Largest split R-hat over the coordinates and the log posterior.
     n_grad_evals : int
@@ -84,6 +87,8 @@ class PosteriorDraws:
     seconds: float
     info: dict = field(default_factory=dict)
     divergences_by_chain: np.ndarray | None = None
+    group: np.ndarray | None = None
+    parts: tuple = ()
 
     @property
     def n_chains(self) -> int:
@@ -98,8 +103,9 @@ class PosteriorDraws:
         chains = np.asarray(chains)
         x, log_post = self.x[chains], self.log_posterior[chains]
         by_chain = None if self.divergences_by_chain is None else self.divergences_by_chain[chains]
+        group = None if self.group is None else self.group[chains]
         return replace(self, x=x, log_posterior=log_post, step_size=np.asarray(self.step_size)[chains],
-                       rhat=max_split_rhat(x, log_post), divergences_by_chain=by_chain,
+                       rhat=max_split_rhat(x, log_post), divergences_by_chain=by_chain, group=group,
                        divergences=self.divergences if by_chain is None else int(by_chain.sum()))
 
     def flat(self, chains=None):

@@ -10,6 +10,8 @@ after the other, each vectorised over its particles (one batched log-density cal
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..model.target import count_evaluations
@@ -152,9 +154,14 @@ def smc_runs(
     keep_particles: bool = True,
     progressbar: bool = False,
     max_stages: int = 100_000,
+    until: float | None = None,
+    min_runs: int = 2,
 ) -> SMCRecord:
     """The runs of ``streams`` (one ``numpy.random.Generator`` each), numbered from ``first_run``: an SMCRecord
     whose final log weights are each run's own (normalised within the run, plus the run's log Z), unpooled.
+
+    ``until``: a wall-clock time (``time.time()``, so that it means the same on any worker) after which no further
+    run starts once ``min_runs`` runs are done (the record's ``n_runs`` says how many ran).
 
     :func:`run_smc` makes all its runs here and pools them with :func:`pmz.runners.pooling.merge_smc`; a run split
     into chunks (:mod:`pmz.execution.executors`) makes each chunk's runs here, with the streams the whole run would
@@ -169,6 +176,8 @@ def smc_runs(
         total=len(streams) * span, desc=f"{desc} ({sequence.name})", disable=not progressbar, percent=True
     ) as bar:
         for i, stream in enumerate(streams):
+            if until is not None and i >= min_runs and time.time() > until:
+                break
             run = int(first_run) + i
             bar.set_postfix_str(f"run {i + 1}/{len(streams)}", refresh=False)
             state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
@@ -193,7 +202,7 @@ def smc_runs(
     return SMCRecord(
         **columns,
         log_z0=float(sequence.log_z0),
-        n_runs=len(streams),
+        n_runs=len(finals),
         n_base_particles=settings.n_particles,
         algorithm=settings.algorithm,
         sequence=sequence.name,

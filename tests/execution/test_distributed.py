@@ -224,7 +224,9 @@ def test_merged_smc_renumbers_the_runs_it_has(local):
 # --------------------------------------------------------------------------
 
 
-CHUNKABLE = sorted(name for name, spec in pmz.registry.METHODS.items() if spec.chunked)
+CHUNKABLE = sorted(  # the methods whose bits do not depend on the chunking (auto and bridge: further down)
+    name for name, spec in pmz.registry.METHODS.items() if spec.chunked and not spec.chain_groups
+)
 SMALL = {  # every method that takes an executor, small: the kind of run decides the options
     "annealing": dict(n_paths=64, n_temps=20),
     "tempering": dict(n_chains=16, n_sweeps=40, n_temps=6, n_initial=1, initial_sweeps=10, wl_sweeps=20),
@@ -294,6 +296,97 @@ def test_default_chunks_with_an_executor(system, client):
     here = pmz.evidence(system.model, n_chunks=8, **common)
     assert_same_bits(remote, here)
     assert remote.run_attrs["chunks_total"] == 16  # 8 forward, 8 reverse
+
+
+# --------------------------------------------------------------------------
+# auto and bridge: groups of chains, the same bits on any executor for a given n_chunks
+# --------------------------------------------------------------------------
+
+CHAIN_RUNS = {  # small runs; auto's chains in 2 groups, bridge's pm.sample chains one per group
+    "auto": dict(n_chains=8, n_chunks=2),
+    "bridge": dict(n_chains=2, n_draws=400, nuts_tune=300, n_chunks=2),
+}
+
+
+def _posterior_draws(res):
+    group = "posterior" if "posterior" in res.group_names() else None
+    return None if group is None else {name: np.asarray(v.values) for name, v in res[group].data_vars.items()}
+
+
+def assert_same_draws(a, b):
+    draws_a, draws_b = _posterior_draws(a), _posterior_draws(b)
+    assert (draws_a is None) == (draws_b is None)
+    for name, value in (draws_a or {}).items():
+        np.testing.assert_array_equal(value, draws_b[name], err_msg=name)
+
+
+@pytest.mark.parametrize("method", sorted(CHAIN_RUNS))
+def test_chain_groups_same_bits_no_executor_one_worker_two_workers(system, client, method):
+    """auto's chains and bridge's pm.sample chains in two groups: no executor, one Dask worker and two give the
+    same bits (estimate, work, posterior draws), and the estimate is right."""
+    common = dict(method=method, random_seed=SEED, progressbar=False, **CHAIN_RUNS[method])
+    here = pmz.evidence(system.model, **common)
+    assert abs(here.log_z - system.log_z) < 4 * here.log_z_se + 0.02 and here.log_z_se < 0.05
+    one_worker = client.get_executor(workers=[sorted(client.scheduler_info()["workers"])[0]])
+    for executor in (one_worker, client):
+        remote = pmz.evidence(system.model, executor=executor, chunk_timeout=TIMEOUT, **common)
+        assert_same_bits(remote, here)
+        assert_same_draws(remote, here)
+        assert remote.run_attrs["chunks_done"] == remote.run_attrs["chunks_total"] >= 2
+    assert remote.run_attrs["n_workers"] == 2 and remote.run_attrs["sampling_time"] > 0
+
+
+def test_auto_one_group_is_the_call_without_chunks(system):
+    """n_chunks=1 (all chains adapt together) is the call without an executor, bit for bit; a thread pool with
+    n_chunks=3 is the same 3 groups run here one after the other."""
+    common = dict(random_seed=SEED, progressbar=False, n_chains=12)
+    whole = pmz.evidence(system.model, **common)
+    assert_same_bits(pmz.evidence(system.model, n_chunks=1, **common), whole)
+    here = pmz.evidence(system.model, n_chunks=3, **common)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        threaded = pmz.evidence(system.model, executor=pool, n_chunks=3, chunk_timeout=TIMEOUT, **common)
+    assert_same_bits(threaded, here)
+    assert_same_draws(threaded, here)
+    for res in (whole, here):
+        assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.05
+
+
+@pytest.mark.parametrize("route", ["path", "tempered"])
+def test_auto_routes_after_the_chains_on_an_executor(route):
+    """The routes after the chains split their paths (path route: a skewed posterior with a strict k-hat limit) or
+    SMC runs (tempered route: 21 binary labels, too many joint values to sum) on the executor: the same bits as
+    the same groups of chains here, within 4 se (+0.02) of the exact log Z."""
+    if route == "path":
+        system = pmz.systems.nig_regression()
+        model, truth, extra = system.model, system.log_z, dict(max_khat=0.05, n_chains=8)
+    else:
+        import pymc as pm
+        from scipy import stats
+
+        y = np.linspace(-1.0, 3.0, 21)
+        with pm.Model() as model:
+            k = pm.Bernoulli("k", 0.3, shape=21)
+            pm.Normal("y", 2.0 * k, 1.0, observed=y)
+        truth = float(np.log(0.7 * stats.norm.pdf(y, 0, 1) + 0.3 * stats.norm.pdf(y, 2, 1)).sum())
+        extra = {}
+    common = dict(random_seed=SEED, progressbar=False, n_chunks=2, **extra)
+    here = pmz.evidence(model, **common)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        threaded = pmz.evidence(model, executor=pool, chunk_timeout=TIMEOUT, **common)
+    assert here.run_attrs["route"] == threaded.run_attrs["route"] == route
+    assert_same_bits(threaded, here)
+    assert abs(here.log_z - truth) < 4 * here.log_z_se + 0.02 and here.log_z_se < 0.1
+    assert threaded.run_attrs["chunks_total"] > here.run_attrs["chunks_total"]  # the paths or runs were split too
+
+
+def test_auto_and_bridge_keep_no_checkpoint(system, tmp_path):
+    for method in ("auto", "bridge"):
+        with pytest.raises(ValueError, match="not checkpoint="):
+            pmz.evidence(system.model, method=method, checkpoint=tmp_path / "run.nc", progressbar=False)
+    with pytest.raises(ValueError, match="n_chunks must be at most n_chains // 2 = 4"):
+        pmz.evidence(system.model, n_chains=8, n_chunks=5, progressbar=False)
+    with pytest.raises(ValueError, match="n_chunks must be at most n_chains = 2"):
+        pmz.evidence(system.model, method="bridge", n_chunks=3, progressbar=False)
 
 
 @pytest.mark.slow  # two fresh processes import PyMC
@@ -478,11 +571,7 @@ def test_checkpoint_records_round_trip_exactly(local, system, tmp_path, which):
 # --------------------------------------------------------------------------
 
 
-def test_methods_that_cannot_be_chunked_say_which_can(system):
-    with pytest.raises(ValueError, match=r"cannot be split into chunks.*'bar'.*'rts'.*'smc'"):
-        pmz.evidence(system.model, method="auto", executor=InterruptAfter(1), progressbar=False)
-    with pytest.raises(ValueError, match="cannot be split"):
-        pmz.evidence(system.model, method="bridge", checkpoint="x.nc", progressbar=False)
+def test_bad_executors_and_chunk_counts(system):
     with pytest.raises(TypeError, match="concurrent.futures.Executor"):
         pmz.evidence(system.model, method="bar", executor=object(), progressbar=False)
     with pytest.raises(ValueError, match="n_chunks <= 8"):

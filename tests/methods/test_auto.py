@@ -322,6 +322,19 @@ def test_max_time_cuts_the_warm_up_and_flags_the_result():
     assert not res.reliable and "max_time was spent during the warm-up" in res.reliability_reason
 
 
+def test_max_time_stops_the_smc_runs_and_flags_the_result():
+    """The tempered route (21 binary labels, too many to sum) with a budget spent at once: SMC makes two runs (the
+    fewest that give a between-run se) instead of four and the result says why it cannot be trusted."""
+    y = np.linspace(-1.0, 3.0, 21)
+    with pm.Model() as model:
+        k = pm.Bernoulli("k", 0.3, shape=21)
+        pm.Normal("y", 2.0 * k, 1.0, observed=y)
+    res = _evidence(model, 0, max_time=1e-3)
+    assert res["evidence"].attrs["route"] == "tempered"
+    assert np.isfinite(res.log_z) and res.log_z_se > 0
+    assert not res.reliable and "max_time was spent during SMC: 2 of 4 runs" in res.reliability_reason
+
+
 def test_warm_up_stops_at_the_deadline():
     import time
 
