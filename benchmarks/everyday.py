@@ -284,6 +284,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated subset")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. n-1 (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="run seeds first-seed .. seeds-1 only (e.g. two processes on halves; --report: all)")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--cache", help="JSONL run cache (default benchmarks/results/everyday.jsonl)")
     parser.add_argument("--report", action="store_true")
@@ -306,7 +308,7 @@ def main(argv=None) -> None:
     if args.report:
         cache = load_cache(cache_path)
     else:
-        cache = run_benchmark(names, seeds, args.tools.split(","), cache_path, print)
+        cache = run_benchmark(names, seeds[args.first_seed:], args.tools.split(","), cache_path, print)
     report = format_report(summarize(cache, names, seeds, pm.__version__))
     print(report)
     if args.write_doc:

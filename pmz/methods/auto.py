@@ -252,7 +252,8 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
             if not draws.rhat <= options.max_rhat:
                 n_modes = separate_modes(draws, options.max_rhat)
-        if options.max_rhat < draws.rhat <= _SLOW_MIXING_RHAT and not n_modes and options.posterior is None:
+        if (options.max_rhat < draws.rhat <= _SLOW_MIXING_RHAT and not n_modes and options.posterior is None
+                and clock.left() > 0):
             # mixing slowly rather than in separate modes: longer chains (the tempered route is no cure for this)
             draws = chains.more(draws, sample_rng, 3 * draws.n_draws, deadline=clock.sampling_deadline)
             clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
@@ -286,7 +287,8 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         return _noted(record, clock, dropped, options.n_chains, target)
 
     user_draws = options.posterior is not None
-    estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap, check=user_draws)
+    estimates, records = bridge_pair(target, draws, bridge_rng, options.n_bootstrap, check=user_draws,
+                                     curvature=not out_of_time)  # no choice of reference once the time is spent
     clock.mark("bridge")
     mismatch = [r.reverse.tuning.get("posterior_mismatch") for r in records.values()] if user_draws else []
     if any(mismatch) and not unreliable:

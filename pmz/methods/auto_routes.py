@@ -123,7 +123,7 @@ class AutoRecord:
 
 
 
-def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7):
+def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7, curvature: bool = True):
     """The Gaussian reference for a bridge or path half: fitted to the draws ``X_fit (n, dim)``, or, where the
     draws are few for the dimension, the Gaussian at their mean with the log posterior's curvature
     (:func:`pmz.model.reference.curvature_reference`) if it matches the posterior better.
@@ -134,10 +134,12 @@ def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7):
     provided their Pareto k-hat is at most ``max_khat`` (a curvature that is too sharp for the posterior's tails
     gives few, huge weights). The choice uses its own draws (a stream spawned from ``rng``), none of the bridge's.
     On a 100-D Gaussian posterior with condition number 1e4 the curvature reference is exact.
+    ``curvature=False``: the fitted Gaussian alone (a spent ``max_time``: the choice costs 2 d gradients and
+    2 :data:`N_CHOICE` evaluations, seconds in a thousand dimensions).
     """
     q = fit_reference(X_fit, "gaussian")
     n, dim = X_fit.shape
-    if dim * dim / (4.0 * n) <= FIT_KL_LIMIT:
+    if not curvature or dim * dim / (4.0 * n) <= FIT_KL_LIMIT:
         return q
     curved = curvature_reference(compiled, q.mean, q.cov)
     if curved is None:
@@ -151,12 +153,14 @@ def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7):
     return curved if ess_curved > ess_fit and khat_curved <= max_khat else q
 
 
-def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False):
+def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check=False,
+                 curvature=True):
     """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat.
-    ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test)."""
+    ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test);
+    ``curvature``: whether q may be the curvature reference (:func:`gaussian_reference`)."""
     X_fit, _ = draws.flat(fit_chains)
     X_bridge, chain = draws.flat(bridge_chains)
-    q = gaussian_reference(compiled, X_fit, rng)
+    q = gaussian_reference(compiled, X_fit, rng, curvature=curvature)
     record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
@@ -164,12 +168,12 @@ def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng
     return assess(est, record), record  # verdict and honest se (bootstrap floor, overlap, ...)
 
 
-def bridge_pair(compiled, draws, rng, n_bootstrap, check=False):
+def bridge_pair(compiled, draws, rng, n_bootstrap, check=False, curvature=True):
     chains = np.arange(draws.n_chains)
     a, b = chains[::2], chains[1::2]
     rng_a, rng_b = rng.spawn(2)
-    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap, check)
-    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap, check)
+    est_a, rec_a = _bridge_half(compiled, draws, a, b, rng_a, n_bootstrap, check, curvature)
+    est_b, rec_b = _bridge_half(compiled, draws, b, a, rng_b, n_bootstrap, check, curvature)
     return {"bridge_a": est_a, "bridge_b": est_b}, {"bridge_a": rec_a, "bridge_b": rec_b}
 
 

@@ -29,14 +29,18 @@ __all__ = ["fit_reference", "run_bridge"]
 
 
 def fit_reference(X, kind: str = "gaussian", *, df: float = 5.0, inflate: float = 1.0):
-    """A normalised reference q matched to draws ``X (n, dim)``: mean and (inflated) covariance.
+    """A normalised reference q matched to draws ``X (n, dim)``: mean and (inflated) covariance (its diagonal
+    where the draws are fewer than ``dim + 2``).
 
     ``kind``: "gaussian" or "student_t" (heavier tails, ``df`` degrees of freedom, scale matrix chosen so that
     the covariance matches the draws' when ``df > 2``).
     """
     X = np.asarray(X, dtype=float)
     mean = X.mean(axis=0)
-    cov = np.atleast_2d(np.cov(X, rowvar=False)) * inflate**2
+    if X.shape[0] < X.shape[1] + 2:  # too few draws for a full covariance (a max_time cut in many dimensions)
+        cov = np.diag(np.var(X, axis=0, ddof=1 if X.shape[0] > 1 else 0)) * inflate**2
+    else:
+        cov = np.atleast_2d(np.cov(X, rowvar=False)) * inflate**2
     cov = cov + 1e-10 * np.eye(mean.size) * max(np.trace(cov) / mean.size, 1e-12)
     if kind == "gaussian":
         return GaussianReference(mean, cov, name="gaussian fit")
@@ -97,7 +101,7 @@ def run_bridge(
         fit_idx, bridge_idx = _split_by_chain(chain)
     else:
         fit_idx = bridge_idx = np.arange(draws.shape[0])
-    if bridge_idx.size < 10 or fit_idx.size < compiled.dim + 2:
+    if bridge_idx.size < 10 or (isinstance(reference, str) and fit_idx.size < compiled.dim + 2):
         raise ValueError(
             f"pmz: bridge sampling needs more posterior draws (got {draws.shape[0]} for dimension {compiled.dim})"
         )
