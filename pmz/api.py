@@ -172,7 +172,10 @@ def evidence(
                 timeout=options.chunk_timeout,
                 blas_threads=options.blas_threads,
             )
-            record = spec.run(family, kernel, options, run_rng, progressbar, target, chunks=chunks)
+            try:
+                record = spec.run(family, kernel, options, run_rng, progressbar, target, chunks=chunks)
+            finally:
+                chunks.close()  # the checkpoint file's lock
         else:
             record = spec.run(family, kernel, options, run_rng, progressbar, target)
         estimate = spec.estimate(record, options, estimate_rng)

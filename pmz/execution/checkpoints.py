@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 from dataclasses import fields
 from numbers import Integral
 
@@ -203,6 +204,41 @@ class Checkpoint:
     def __init__(self, path, fingerprint: str):
         self.path = os.fspath(path)
         self.fingerprint = str(fingerprint)
+        self._lock = None
+        self._acquire()
+
+    def _acquire(self):
+        """Hold ``path + ".lock"`` for the call (an advisory ``flock``, released when the call ends or its process
+        dies): a second run on the same file, here or in another process, gets a pmz error instead of HDF5's
+        "unable to lock file" in the middle of its run. Where ``fcntl`` is missing (Windows) there is no lock."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover -- Windows
+            return
+        lock_path = f"{self.path}.lock"
+        os.makedirs(os.path.dirname(os.path.abspath(lock_path)), exist_ok=True)
+        handle = open(lock_path, "a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise ValueError(
+                f"pmz: the checkpoint {self.path} is in use by another run ({holder}); wait for it to finish, or "
+                "pass another checkpoint path"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}")
+        handle.flush()
+        self._lock = handle
+
+    def close(self):
+        """Release the file's lock (the call is over)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def _groups(self) -> list[str]:
         import h5netcdf
@@ -239,7 +275,7 @@ class Checkpoint:
 
     def save(self, key: str, digest: str, record) -> None:
         """Add a finished chunk (atomically: a new file renamed over the old one)."""
-        tmp = f"{self.path}.tmp"
+        tmp = f"{self.path}.{os.getpid()}.tmp"
         if os.path.exists(self.path):
             shutil.copyfile(self.path, tmp)
         else:

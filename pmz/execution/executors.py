@@ -255,6 +255,11 @@ class ChunkRunner:
         self.outside_logp_evals = self.outside_grad_evals = 0
 
     # ---------------------------------------------------------------- public
+    def close(self):
+        """Release what the run holds (the checkpoint file's lock)."""
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+
     def count(self, n_chunks, units: int, default: int | None = None) -> int:
         """The number of chunks: ``n_chunks`` as given; else, with an executor or a checkpoint, ``default``
         (:data:`DEFAULT_CHUNKS`) capped at ``units``; else one (the whole run here)."""

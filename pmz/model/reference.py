@@ -140,11 +140,11 @@ class PriorReference:
         X = np.empty((n, self.dim))
         if not self.ordered:
             for i in range(n):
-                X[i] = self._fn()
+                X[i] = self._draw()
             return X
         tried = kept = 0
         while kept < n:
-            x = self._fn()
+            x = self._draw()
             tried += 1
             if self._valid(x):
                 X[kept] = x
@@ -152,6 +152,21 @@ class PriorReference:
             elif tried >= 100 and kept < self.min_acceptance * tried:
                 self._rejection_error(kept, tried)
         return X
+
+    def _draw(self) -> np.ndarray:
+        """One prior draw; a clear error where a distribution cannot be drawn from (a ``pm.CustomDist`` without
+        ``random=``)."""
+        try:
+            return self._fn()
+        except NotImplementedError as err:
+            from .pymc import ModelSpecificationError
+
+            why = " ".join(str(err).split())
+            raise ModelSpecificationError(
+                f"pmz: this method starts from exact prior draws, and a prior cannot be drawn from ({why}). Give "
+                "the distribution a random= function, or use method='auto' or 'bridge' (they start from posterior "
+                "draws), or reference='laplace' (a path from a Gaussian at the posterior mode)"
+            ) from err
 
     def _rejection_error(self, kept, tried):
         from .pymc import ModelSpecificationError

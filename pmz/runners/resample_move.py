@@ -25,10 +25,39 @@ from .smc_stage import ALGORITHMS, SMCSettings, smc_init, smc_stage
 __all__ = ["ALGORITHMS", "run_smc", "smc_runs", "smc_settings"]
 
 
+PACE_WINDOW = 250  # stages over which the pace of a run is measured (from 2 windows on)
+
+
+def _projected_stages(positions, t_end) -> float:
+    """Stages a run would take if its steps keep growing as they did over its last two windows of
+    :data:`PACE_WINDOW` stages (``positions``: the run's positions so far, at least ``2 * PACE_WINDOW + 1``).
+
+    With ``d`` the distance covered in the last window and ``r`` its ratio to the window before, the remaining
+    distance ``R`` takes ``w`` more windows where ``d (r + r^2 + ... + r^w) = R``: ``w = R / d`` for ``r <= 1``
+    (steps that stay the same size: data far in the prior's tail, whose particles cross the gap a little at every
+    stage), ``w = log(1 + R (r - 1) / (d r)) / log r`` for steps that grow (the usual adaptive run)."""
+    now, one, two = positions[-1], positions[-1 - PACE_WINDOW], positions[-1 - 2 * PACE_WINDOW]
+    d, before = now - one, one - two
+    if not d > 0:
+        return np.inf
+    remaining = t_end - now
+    r = d / before if before > 0 else np.inf
+    if r <= 1.0:
+        windows = remaining / d
+    elif not np.isfinite(r):
+        windows = 1.0
+    else:
+        windows = np.log1p(remaining * (r - 1.0) / (d * r)) / np.log(r)
+    return len(positions) - 1 + windows * PACE_WINDOW
+
+
 def _one_run(sequence, rng, settings: SMCSettings, *, run, rows, bar, max_stages):
-    """One SMC run; appends one dict per stage to ``rows``; returns the final :class:`SMCState`."""
+    """One SMC run; appends one dict per stage to ``rows``; returns the final :class:`SMCState`. A run whose pace
+    (:func:`_projected_stages`) says it cannot end within ``max_stages`` stops with a clear error after
+    ``2 * PACE_WINDOW`` stages (a y = 1e6 under a N(0, 2) prior ran 100,000 stages, 328 s, before it failed)."""
     state = smc_init(rng, sequence, settings)
-    for _ in range(max_stages):
+    positions = [float(state.t)]
+    for stage in range(max_stages):
         if state.t >= sequence.t_end:
             break
         t, t_new = state.t, float(sequence.next_position(state.t, state.particles, state.log_w))
@@ -37,6 +66,17 @@ def _one_run(sequence, rng, settings: SMCSettings, *, run, rows, bar, max_stages
         state, info = smc_stage(rng, state, t_new, sequence, settings)
         rows.append({name: run if name == "run" else getattr(info, name) for name in SMC_COLUMNS})
         bar.update(t_new - t)
+        positions.append(t_new)
+        if stage + 1 >= 2 * PACE_WINDOW and (stage + 1) % PACE_WINDOW == 0 and t_new < sequence.t_end:
+            projected = _projected_stages(positions, sequence.t_end)
+            if projected > max_stages:
+                raise RuntimeError(
+                    f"pmz: SMC cannot reach the end of its sequence: after {stage + 1} stages it is at {t_new:.3g} "
+                    f"of {sequence.t_end:g}, and at the pace of its last {PACE_WINDOW} stages it would need about "
+                    f"{projected:.3g} stages (at most {max_stages}). The posterior is far from where the sequence "
+                    "starts (data far in the prior's tail?): use method='auto' (it starts from posterior draws) or "
+                    "reference='laplace' (a path from a Gaussian at the posterior mode)"
+                )
     else:
         raise RuntimeError(f"pmz: SMC did not reach the end of the sequence in {max_stages} stages (at {state.t})")
     return state

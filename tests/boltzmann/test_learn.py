@@ -172,6 +172,10 @@ def test_bad_calls_name_the_problem(data):
         fit_rbm(data + 0.5, 4)
     with pytest.raises(ValueError, match="init must be"):
         fit_dbm(data, 4, 3, init=random_dbm(8, 3, 3))
+    for empty in (data[:0], data[:, :0]):  # no rows (NumPy's "high <= 0" before), no visible units
+        for learn in (lambda: fit_rbm(empty, 4, progressbar=False), lambda: fit_dbm(empty, 4, 3, progressbar=False)):
+            with pytest.raises(ValueError, match="at least one row and one visible unit"):
+                learn()
 
 
 def _reference_train_rbm(data, n_hidden, method, k, n_epochs, batch_size, n_chains, seed, learning_rate=0.05,

@@ -505,6 +505,20 @@ def test_checkpoint_of_another_call_is_an_error(system, tmp_path):
     assert _evidence(system, "smc", checkpoint=path).run_attrs["chunks_resumed"] == 2
 
 
+def test_checkpoint_in_use_by_another_run_is_a_pmz_error(system, tmp_path):
+    """Two runs on one checkpoint file at once (HDF5's BlockingIOError in the middle of one of them before): the
+    second is refused before it runs, naming the holder; once the first is done the file is free again."""
+    from pmz.execution.checkpoints import Checkpoint
+
+    path = tmp_path / "run.nc"
+    other = Checkpoint(path, "another run's fingerprint")  # holds the file's lock, as a run in progress does
+    with pytest.raises(ValueError, match=r"in use by another run \(pid \d+ on"):
+        _evidence(system, "smc", checkpoint=path)
+    other.close()
+    assert _evidence(system, "smc", checkpoint=path).run_attrs["chunks_done"] == 2
+    assert _evidence(system, "smc", checkpoint=path).run_attrs["chunks_resumed"] == 2  # the lock was released
+
+
 def test_checkpoint_of_another_prior_is_an_error(tmp_path):
     """Same data, same options, same seed, another prior: another model, so another call."""
     import pymc as pm

@@ -339,3 +339,21 @@ def test_bridge_result_method_is_bridge(tmp_path):
     path = tmp_path / "bridge.nc"
     res.to_netcdf(str(path))
     assert pmz.load(str(path)).method == "bridge"
+
+
+def test_prior_without_random_names_the_ways_out():
+    """A ``pm.CustomDist`` prior without ``random=`` (a raw NotImplementedError from PyTensor before): the methods
+    that start from exact prior draws say so and name the ways out, and each way out gives the exact log Z of
+    ``x ~ N(0, 1)``, ``y_i ~ N(x, 1)`` (a Gaussian posterior: the Laplace path is exact, se at round-off)."""
+    y = np.array([0.3, 0.5])
+    with pm.Model() as m:
+        x = pm.CustomDist("x", 0.0, logp=lambda value, mu: pm.logp(pm.Normal.dist(mu, 1.0), value))
+        pm.Normal("y", x, 1.0, observed=y)
+    truth = stats.multivariate_normal(np.zeros(2), np.eye(2) + 1.0).logpdf(y)
+    for method in ("bar", "smc", "rts"):
+        with pytest.raises(pmz.ModelSpecificationError, match=r"cannot be drawn from.*random=.*'auto'.*'laplace'"):
+            pmz.evidence(m, method=method, random_seed=1, progressbar=False)
+    for way_out in (dict(method="bar", reference="laplace", n_paths=64), dict(method="auto")):
+        res = pmz.evidence(m, random_seed=1, progressbar=False, **way_out)
+        assert res.reliable, (way_out, res.reliability_reason)
+        assert abs(res.log_z - truth) < 4 * res.log_z_se + 1e-6 and res.log_z_se < 0.02

@@ -259,3 +259,32 @@ def test_unknown_potentials_place(model):
 def test_no_model_in_context():
     with pytest.raises(TypeError, match="No model on context stack"):
         pmz.evidence(**QUICK)
+
+
+def test_smc_that_cannot_reach_the_end_stops_early_and_names_the_way_out():
+    """One observation far in the prior's tail (y = 1e6, mu ~ N(0, 2)): SMC's steps stay near 1.6e-7 (the
+    particles cross the gap a little at every stage), so it would need about 6 million stages; it used to run
+    100,000 stages (328 s) before failing. It stops after 500 stages with the projection and the advice, and the
+    advice (the default) gives the exact log Z."""
+    from scipy import stats
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", mu, 1.0, observed=[1e6])
+    with pytest.raises(RuntimeError, match=r"cannot reach the end.*after 500 stages.*method='auto'"):
+        pmz.evidence(m, method="smc", n_runs=1, random_seed=1, progressbar=False)
+    res = pmz.evidence(m, random_seed=1, progressbar=False)
+    truth = stats.norm(0.0, np.sqrt(5.0)).logpdf(1e6)
+    # log Z is about -1e11: float64 resolves it to about 1e-5 nats
+    assert res.reliable and abs(res.log_z - truth) < 4 * res.log_z_se + 1e-13 * abs(truth) and res.log_z_se < 0.05
+
+
+def test_pace_projection_tells_stalled_runs_from_accelerating_ones():
+    """Steps that stay 1.6e-7 per stage project to millions of stages; steps that grow tenfold per window (a run
+    at 1e-3 after 500 stages, as an adaptive run in many dimensions can be) project to 1250, and are let run."""
+    from pmz.runners.resample_move import _projected_stages
+
+    stalled = np.arange(501) * 1.63e-7
+    growing = 1e-5 * 10.0 ** (np.arange(501) / 250)
+    assert _projected_stages(list(stalled), 1.0) > 6e6
+    assert _projected_stages(list(growing), 1.0) == pytest.approx(1250.0)

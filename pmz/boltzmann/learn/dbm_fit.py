@@ -16,7 +16,7 @@ import numpy as np
 
 from ..dbm import DBM
 from .gradients import Bipartite
-from .loop import LearningRun, Streams, fit, initial_params
+from .loop import LearningRun, Streams, binary_data, fit, initial_params
 from .learning_options import LearningOptions, make_options
 from .rbm_fit import data_logits
 
@@ -72,9 +72,7 @@ def fit_dbm(data, n_hidden1: int, n_hidden2: int, *, init: DBM | None = None, ca
     options = make_options(config, options)
     if options.method == "cd":
         raise ValueError("pmz: method='cd' is for RBMs; DBMs learn with 'pcd' (SAP), 'fpcd' or 'cast'")
-    data = np.asarray(data, dtype=np.float64)
-    if data.ndim != 2 or not np.all((data == 0) | (data == 1)):
-        raise ValueError("pmz: data must be a 2-D array of 0/1 values (n_data, n_visible)")
+    data = binary_data(data)
     nv, n1, n2 = data.shape[1], int(n_hidden1), int(n_hidden2)
     streams = Streams.from_seed(options.random_seed)
     if init is None:

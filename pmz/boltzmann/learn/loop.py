@@ -26,7 +26,7 @@ from .negative import negative_phase
 from .learning_options import LearningOptions
 from .updates import learning_rate, momentum_at, momentum_step
 
-__all__ = ["LearningRun", "Streams", "fit", "initial_params"]
+__all__ = ["LearningRun", "Streams", "binary_data", "fit", "initial_params"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,17 @@ def initial_params(rng, n_x: int, n_hidden: int, visible_logits, init_scale: flo
     logits = np.asarray(visible_logits, dtype=np.float64)
     a = np.concatenate([logits, np.zeros(n_x - logits.size)]) if logits.size < n_x else logits
     return Bipartite(W, a, np.zeros(n_hidden))
+
+
+def binary_data(data) -> np.ndarray:
+    """``data`` as a float array of shape (n_data, n_visible) with 0/1 entries and at least one row, or a clear
+    ValueError."""
+    data = np.asarray(data, dtype=np.float64)
+    if data.ndim != 2 or not np.all((data == 0) | (data == 1)):
+        raise ValueError("pmz: data must be a 2-D array of 0/1 values (n_data, n_visible)")
+    if data.shape[0] == 0 or data.shape[1] == 0:
+        raise ValueError(f"pmz: data has shape {data.shape}; learning needs at least one row and one visible unit")
+    return data
 
 
 def fit(data, params: Bipartite, X0, *, positive_phase, to_model, options: LearningOptions, streams: Streams,

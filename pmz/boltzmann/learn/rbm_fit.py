@@ -17,7 +17,7 @@ import numpy as np
 
 from ..rbm import RBM
 from .gradients import Bipartite, hidden_means
-from .loop import LearningRun, Streams, fit, initial_params
+from .loop import LearningRun, Streams, binary_data, fit, initial_params
 from .negative import block_gibbs
 from .learning_options import LearningOptions, make_options
 
@@ -44,9 +44,7 @@ def fit_rbm_on_streams(
 ):
     """:func:`fit_rbm` with given streams (``pmz.boltzmann.rbm_training.train_rbm`` passes one generator as all four
     of its streams, which reproduces its historical bits)."""
-    data = np.asarray(data, dtype=np.float64)
-    if data.ndim != 2 or not np.all((data == 0) | (data == 1)):
-        raise ValueError("pmz: data must be a 2-D array of 0/1 values (n_data, n_visible)")
+    data = binary_data(data)
     n_hidden = int(n_hidden)
     if init is None:
         params = initial_params(streams.init, data.shape[1], n_hidden, data_logits(data), options.init_scale)
