@@ -68,6 +68,7 @@ import numpy as np
 from ..estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnostics
 from ..records import EvidenceEstimate
 from ..execution.executors import local_runner
+from ..runners.starts import divergences_reason
 from .chain_groups import ChainChunks
 from .auto_chains import (
     N_SEARCH,
@@ -309,6 +310,8 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
 
     if divergent(draws) and options.posterior is None and not unreliable:
         unreliable = f"{draws.divergences} divergent transitions in the posterior draws (they may miss a region)"
+    elif options.posterior is not None and not unreliable:  # the user's sampler's divergences (pm.sample records)
+        unreliable = divergences_reason(draws.divergences, draws.n_chains * draws.n_draws)
     verdicts = [bridge_ok(e, options) for e in estimates.values()]
     if all(ok for ok, _ in verdicts):
         route, reason, primary = "bridge", "the Gaussian reference overlaps the posterior well", "bridge_a"

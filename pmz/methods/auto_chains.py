@@ -26,7 +26,7 @@ from ..runners.posterior_hmc import (
     log_posterior_and_grad,
     max_split_rhat,
 )
-from ..runners.starts import posterior_to_flat
+from ..runners.starts import DIVERGENT_FRACTION, divergences_in, posterior_to_flat, too_many_divergences
 
 __all__ = [
     "first_pass_draws",
@@ -44,7 +44,6 @@ __all__ = [
     "untrusted_chains_reason",
 ]
 
-DIVERGENT_FRACTION = 1e-4  # more divergent transitions than this fraction of the draws (and > 1): tempered route
 NEGLIGIBLE_MASS = 1e-8  # a cluster of chains with less mass than this times the largest: chains stuck, dropped
 _FAR_BELOW = 100.0  # starts this far (+ dim) below the best one climb before HMC starts
 _CLIMB_STEPS = 50
@@ -54,11 +53,9 @@ SEARCH_DROP = 50.0  # peaks more than this + dim nats below the chains' highest 
 
 
 def divergent(draws) -> bool:
-    """Whether the chains' divergent transitions say the draws miss part of the posterior (a funnel's neck).
-
-    On the centred eight schools, 19-58 divergences in 32000 draws (R-hat 1.03-1.04) came with path estimates
-    2-3 se low; the other benchmark models had none. A single one is allowed (round-off in a long trajectory)."""
-    return draws.divergences > max(1.0, DIVERGENT_FRACTION * draws.n_chains * draws.n_draws)
+    """Whether the chains' divergent transitions say the draws miss part of the posterior (a funnel's neck):
+    :func:`pmz.runners.starts.too_many_divergences`."""
+    return too_many_divergences(draws.divergences, draws.n_chains * draws.n_draws)
 
 
 def untrusted_chains_reason(draws, max_rhat: float, own_chains: bool = True) -> str:
@@ -94,6 +91,7 @@ def draws_from_posterior(compiled, posterior) -> PosteriorDraws:
     x = np.stack([X[chain == c][:length] for c in ids])
     lp, ll = compiled.log_densities(x.reshape(-1, compiled.dim))
     log_post = (lp + ll).reshape(x.shape[:2])
+    recorded = divergences_in(posterior)  # the sampler's own record, where pm.sample kept one
     return PosteriorDraws(
         x=x,
         log_posterior=log_post,
@@ -101,7 +99,7 @@ def draws_from_posterior(compiled, posterior) -> PosteriorDraws:
         n_leapfrog=0,
         metric=np.ones(compiled.dim),
         acceptance=np.nan,
-        divergences=0,
+        divergences=0 if recorded is None else recorded[0],
         rhat=max_split_rhat(x, log_post),
         n_grad_evals=0,
         seconds=0.0,

@@ -14,7 +14,7 @@ import numpy as np
 from ..execution.executors import Task
 from ..runners.bridge_sampling import run_bridge
 from ..runners.pooling import split
-from ..runners.starts import nuts_draws, posterior_to_flat
+from ..runners.starts import divergences_in, divergences_reason, nuts_draws, posterior_to_flat
 from .annealing import two_way_estimator
 
 __all__ = ["run_bridge_method", "estimate_bridge"]
@@ -30,11 +30,12 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
         )
     draws_rng, bridge_rng = rng.spawn(2)
     if options.posterior is None:
-        X, chain = _nuts_in_chunks(target, options, draws_rng, progressbar, chunks)
-        source = "nuts"
+        X, chain, divergences = _nuts_in_chunks(target, options, draws_rng, progressbar, chunks)
+        source, option = "nuts", "pm.sample"
     else:
         X, chain = posterior_to_flat(target, options.posterior)
-        source = "posterior"
+        divergences = divergences_in(options.posterior)
+        source, option = "posterior", "posterior"
     record = run_bridge(
         target,
         X,
@@ -45,13 +46,19 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
         df=options.df,
         split=options.split,
     )
+    if divergences is not None:  # the sampler's divergent transitions: draws that may miss part of the posterior
+        why = divergences_reason(*divergences, option=option)
+        for part in (record.forward, record.reverse):
+            part.tuning["divergences"] = divergences[0]
+            part.tuning["draws_divergent"] = why  # read by pmz.methods.draw_checks.with_draws_check
     return replace(record, reverse_start=source)
 
 
 def _nuts_chunk(compiled, n, rng, chains, tune, progressbar=False):
-    """One group of ``pm.sample`` chains (a chunk's work): flat draws and their chain numbers."""
-    X, chain, _ = nuts_draws(compiled, n, rng, chains=chains, tune=tune, progressbar=progressbar)
-    return X, chain
+    """One group of ``pm.sample`` chains (a chunk's work): flat draws, their chain numbers and ``(divergent
+    transitions, draws)``."""
+    X, chain, idata = nuts_draws(compiled, n, rng, chains=chains, tune=tune, progressbar=progressbar)
+    return X, chain, divergences_in(idata) or (0, 0)
 
 
 def _nuts_in_chunks(target, options, rng, progressbar, chunks):
@@ -63,8 +70,9 @@ def _nuts_in_chunks(target, options, rng, progressbar, chunks):
     sizes = split(options.n_chains, n_chunks)
     rngs = rng.spawn(n_chunks)
     if chunks is None:
-        X, chain = _nuts_chunk(target, per_chain * sizes[0], rngs[0], sizes[0], options.nuts_tune, progressbar)
-        return X[: options.n_draws], chain[: options.n_draws]
+        X, chain, divergences = _nuts_chunk(target, per_chain * sizes[0], rngs[0], sizes[0], options.nuts_tune,
+                                            progressbar)
+        return X[: options.n_draws], chain[: options.n_draws], divergences
     own = chunks.own_bar(n_chunks)
     tasks = [Task(f"nuts-{g:04d}", dict(n=per_chain * k, rng=r, chains=k), work=float(k))
              for g, (k, r) in enumerate(zip(sizes, rngs))]
@@ -78,7 +86,8 @@ def _nuts_in_chunks(target, options, rng, progressbar, chunks):
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     X = np.concatenate([done[t.key][0] for t in tasks])
     chain = np.concatenate([done[t.key][1] + offsets[g] for g, t in enumerate(tasks)])
-    return X[: options.n_draws], chain[: options.n_draws]
+    divergences = tuple(int(sum(done[t.key][2][i] for t in tasks)) for i in (0, 1))
+    return X[: options.n_draws], chain[: options.n_draws], divergences
 
 
 def estimate_bridge(record, options, rng):

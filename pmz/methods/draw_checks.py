@@ -72,17 +72,20 @@ def check_start(
 
 def with_draws_check(estimate, record):
     """The check of posterior draws (:func:`pmz.runners.starts.check_draws`, in the reverse record's ``tuning``)
-    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch makes it unreliable
-    (``unreliable``, read by :func:`pmz.reliability.assess`)."""
+    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch, or the sampler's
+    divergent transitions (``draws_divergent``, :func:`pmz.runners.starts.divergences_reason`), make it
+    unreliable (``unreliable``, read by :func:`pmz.reliability.assess`)."""
     tuning = getattr(getattr(record, "reverse", None), "tuning", None)
-    if not isinstance(record, BidirectionalRecord) or not tuning or "draws_check" not in tuning:
+    if not isinstance(record, BidirectionalRecord) or not tuning:
         return estimate
-    diagnostics = replace(
-        estimate.diagnostics, draws_check=tuning["draws_check"], draws_check_se=tuning["draws_check_se"]
-    )
+    diagnostics = estimate.diagnostics
+    if "draws_check" in tuning:
+        diagnostics = replace(diagnostics, draws_check=tuning["draws_check"], draws_check_se=tuning["draws_check_se"])
     if tuning.get("posterior_mismatch") and not diagnostics.unreliable:
         reason = mismatch_reason(tuning["posterior_mismatch"], record.reverse_start)
         diagnostics = replace(diagnostics, unreliable=reason)
+    if tuning.get("draws_divergent") and not diagnostics.unreliable:  # the sampler's divergent transitions
+        diagnostics = replace(diagnostics, unreliable=tuning["draws_divergent"])
     return replace(estimate, diagnostics=diagnostics)
 
 

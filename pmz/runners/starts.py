@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ..inference_data import ess_bulk, group_names, is_inference_data, posterior_group
+from ..inference_data import ess_bulk, get_group, group_names, is_inference_data, posterior_group
 from ..weights import systematic_resample
 
 __all__ = [
@@ -49,6 +49,41 @@ DRAW_KINDS = (
 def is_draws(obj) -> bool:
     """Whether ``obj`` is one of the kinds of posterior draws :func:`posterior_to_flat` reads."""
     return is_inference_data(obj) or isinstance(obj, xr.Dataset | Mapping)
+
+
+DIVERGENT_FRACTION = 1e-4  # more divergent transitions than this fraction of the draws (and > 1): draws that miss
+
+
+def too_many_divergences(divergences: int, n_draws: int) -> bool:
+    """Whether divergent transitions say the draws miss part of the posterior (a funnel's neck): more than one
+    and more than :data:`DIVERGENT_FRACTION` of the draws. On the centred eight schools, 19-58 divergences in 32000
+    draws (R-hat 1.03-1.04) came with path estimates 2-3 se low; a single one is allowed (round-off in a long
+    trajectory)."""
+    return divergences > max(1.0, DIVERGENT_FRACTION * n_draws)
+
+
+def divergences_in(posterior) -> tuple[int, int] | None:
+    """``(divergent transitions, draws)`` that a ``pm.sample`` result records (``sample_stats.diverging``), or
+    None where the draws carry no such record (a bare posterior group, a dict, another sampler's output)."""
+    if not is_inference_data(posterior):
+        return None
+    stats = get_group(posterior, "sample_stats")
+    if stats is None or "diverging" not in stats:
+        return None
+    diverging = np.asarray(stats["diverging"].values)
+    return int(diverging.sum()), int(diverging.size)
+
+
+def divergences_reason(divergences: int, n_draws: int, option: str = "posterior") -> str:
+    """Why draws with many divergent transitions cannot be trusted ("" when they are few); ``option``: the
+    argument the draws came in, or ``"pm.sample"`` for draws bridge sampling made itself."""
+    if not too_many_divergences(divergences, n_draws):
+        return ""
+    where = f"pm.sample's {n_draws} draws" if option == "pm.sample" else f"the {n_draws} draws given as {option}="
+    return (f"{divergences} divergent transitions in {where} (the sampler could not follow the posterior "
+            "everywhere, e.g. a funnel's neck: the draws may miss part of it); reparametrise the model (e.g. "
+            "non-centred), or use method='auto' without posterior= (where its own chains diverge it takes SMC "
+            "from the prior)")
 
 
 def _posterior_group(posterior, option: str):

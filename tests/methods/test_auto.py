@@ -309,6 +309,20 @@ def test_user_posterior_is_used():
     assert res["evidence"].attrs["route"] == "bridge"
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
     assert int(res["evidence"]["n_chains"]) == 4
+    assert res.reliable
+    # the same draws as if the sampler had diverged 20 times: they may miss part of the posterior (a funnel's
+    # neck), so neither the default nor bridge sampling trusts them (a latent GP's NUTS draws with 27
+    # divergences gave a bridge estimate 6 se from the default's, reported reliable)
+    import copy
+
+    from pmz.inference_data import get_group
+
+    diverged = copy.deepcopy(idata)
+    get_group(diverged, "sample_stats")["diverging"].values[0, :20] = True
+    for method in ("auto", "bridge"):
+        res = _evidence(system.model, 0, method=method, posterior=diverged)
+        assert not res.reliable, method
+        assert "20 divergent transitions in the 2000 draws given as posterior=" in res.reliability_reason, method
 
 
 def test_max_time_cuts_the_warm_up_and_flags_the_result():
