@@ -77,6 +77,7 @@ from .auto_chains import (
     draws_from_posterior,
     finite_starts,
     first_pass_draws,
+    missed_mode,
     prior_reference,
     search_modes,
     separate_modes,
@@ -312,6 +313,10 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
         unreliable = f"{draws.divergences} divergent transitions in the posterior draws (they may miss a region)"
     elif options.posterior is not None and not unreliable:  # the user's sampler's divergences (pm.sample records)
         unreliable = divergences_reason(draws.divergences, draws.n_chains * draws.n_draws)
+    if options.posterior is not None and not unreliable:  # the user's draws may sit in one of several modes
+        unreliable = missed_mode(target, prior, draws, search_rng,
+                                 0.5 * (estimates["bridge_a"].log_z + estimates["bridge_b"].log_z))
+        clock.mark("search for modes the draws miss")
     verdicts = [bridge_ok(e, options) for e in estimates.values()]
     if all(ok for ok, _ in verdicts):
         route, reason, primary = "bridge", "the Gaussian reference overlaps the posterior well", "bridge_a"

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..estimators.bar import bar
 from ..execution.executors import Task
 from ..runners.bridge_sampling import run_bridge
 from ..runners.pooling import split
@@ -29,6 +30,7 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
             "variables and proper priors; use method='bar' for this model"
         )
     draws_rng, bridge_rng = rng.spawn(2)
+    search_rng = bridge_rng.spawn(1)[0]
     if options.posterior is None:
         X, chain, divergences = _nuts_in_chunks(target, options, draws_rng, progressbar, chunks)
         source, option = "nuts", "pm.sample"
@@ -51,7 +53,19 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
         for part in (record.forward, record.reverse):
             part.tuning["divergences"] = divergences[0]
             part.tuning["draws_divergent"] = why  # read by pmz.methods.draw_checks.with_draws_check
+    missed = _missed_mode(target, X, chain, record, search_rng)
+    for part in (record.forward, record.reverse):
+        part.tuning["draws_missed_mode"] = missed
     return replace(record, reverse_start=source)
+
+
+def _missed_mode(target, X, chain, record, rng) -> str:
+    """Whether the draws miss a mode (:func:`pmz.methods.auto_chains.missed_mode`), against the bridge's own
+    estimate."""
+    from .auto_chains import chains_from_flat, missed_mode, prior_reference
+
+    log_z = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse).log_z
+    return missed_mode(target, prior_reference(target), chains_from_flat(target, X, chain), rng, log_z)
 
 
 def _nuts_chunk(compiled, n, rng, chains, tune, progressbar=False):

@@ -72,9 +72,10 @@ def check_start(
 
 def with_draws_check(estimate, record):
     """The check of posterior draws (:func:`pmz.runners.starts.check_draws`, in the reverse record's ``tuning``)
-    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch, or the sampler's
-    divergent transitions (``draws_divergent``, :func:`pmz.runners.starts.divergences_reason`), make it
-    unreliable (``unreliable``, read by :func:`pmz.reliability.assess`)."""
+    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch, the sampler's
+    divergent transitions (``draws_divergent``, :func:`pmz.runners.starts.divergences_reason`) or a mode the
+    draws miss (``draws_missed_mode``, :func:`pmz.methods.auto_chains.missed_mode`) make it unreliable
+    (``unreliable``, read by :func:`pmz.reliability.assess`)."""
     tuning = getattr(getattr(record, "reverse", None), "tuning", None)
     if not isinstance(record, BidirectionalRecord) or not tuning:
         return estimate
@@ -84,8 +85,9 @@ def with_draws_check(estimate, record):
     if tuning.get("posterior_mismatch") and not diagnostics.unreliable:
         reason = mismatch_reason(tuning["posterior_mismatch"], record.reverse_start)
         diagnostics = replace(diagnostics, unreliable=reason)
-    if tuning.get("draws_divergent") and not diagnostics.unreliable:  # the sampler's divergent transitions
-        diagnostics = replace(diagnostics, unreliable=tuning["draws_divergent"])
+    for key in ("draws_divergent", "draws_missed_mode"):  # the sampler's divergences; a mode the draws miss
+        if tuning.get(key) and not diagnostics.unreliable:
+            diagnostics = replace(diagnostics, unreliable=tuning[key])
     return replace(estimate, diagnostics=diagnostics)
 
 

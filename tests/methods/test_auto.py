@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy import integrate, special, stats
 
@@ -323,6 +324,34 @@ def test_user_posterior_is_used():
         res = _evidence(system.model, 0, method=method, posterior=diverged)
         assert not res.reliable, method
         assert "20 divergent transitions in the 2000 draws given as posterior=" in res.reliability_reason, method
+
+
+def test_draws_that_miss_a_mode_are_not_trusted():
+    """A symmetric bimodal posterior (mu ~ N(0, 10); six points near 4.5 from 0.5 N(mu, 1) + 0.5 N(-mu, 1); modes
+    at +-4.5, exact log Z by quadrature) with draws from one mode only, as pm.sample gives from an initial value
+    in it: bridge sampling from them is log 2 short with se 0.005, and both the default and bridge sampling
+    reported that reliable. A climb from prior draws finds the other mode; the result is flagged, and the advice
+    (the default without posterior=) gives the exact answer."""
+    import xarray as xr
+
+    y = np.array([4.2, 4.9, 4.4, 4.7, 4.1, 4.8])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 10)
+        pairs = pt.stack([pm.logp(pm.Normal.dist(mu, 1), y), pm.logp(pm.Normal.dist(-mu, 1), y)])
+        pm.Potential("likelihood", pt.sum(pm.math.logsumexp(pairs, axis=0) - np.log(2)))
+    grid = np.linspace(-60, 60, 200001)
+    log_lik = special.logsumexp(np.stack([stats.norm(grid[:, None], 1).logpdf(y),
+                                          stats.norm(-grid[:, None], 1).logpdf(y)]), axis=0) - np.log(2)
+    f = log_lik.sum(axis=1) + stats.norm(0, 10).logpdf(grid)
+    truth = f.max() + np.log(integrate.trapezoid(np.exp(f - f.max()), grid))
+    one_mode = xr.Dataset({"mu": (("chain", "draw"), np.random.default_rng(1).normal(4.47, 0.408, (4, 500)))})
+    for method in ("auto", "bridge"):
+        res = _evidence(model, 1, method=method, posterior=one_mode)
+        assert abs(res.log_z - (truth - np.log(2))) < 0.05  # one mode's mass: what the draws can see
+        assert not res.reliable and "the draws miss a mode" in res.reliability_reason, method
+        assert "about 50% of the posterior mass" in res.reliability_reason
+    res = _evidence(model, 1)  # the advice
+    assert res.reliable and abs(res.log_z - truth) < 4 * res.log_z_se + TOL and res.log_z_se < 0.05
 
 
 def test_max_time_cuts_the_warm_up_and_flags_the_result():
