@@ -98,7 +98,7 @@ def chains_from_flat(compiled, X, chain, divergences: int = 0) -> PosteriorDraws
     ids = np.unique(chain)
     length = min(int(np.sum(chain == c)) for c in ids)
     x = np.stack([X[chain == c][:length] for c in ids])
-    lp, ll = compiled.log_densities(x.reshape(-1, compiled.dim))
+    lp, ll = compiled.log_densities_once(x.reshape(-1, compiled.dim))  # no second compile
     log_post = (lp + ll).reshape(x.shape[:2])
     return PosteriorDraws(
         x=x,

@@ -120,6 +120,9 @@ class CompiledModel:
         self.block_size = int(block_size)
         self.n_logp_evals = 0
         self.n_grad_evals = 0
+        self.n_nan_evals = 0  # points where log prior + log likelihood was NaN (read as zero density) ...
+        self.n_posinf_evals = 0  # ... or +inf (log Z may be infinite): see _watch
+        self.non_finite_example = None  # the first such point (flat, unconstrained)
         self._fn_value = None
         self._fn_grad = None
         self._build_graphs()
@@ -274,10 +277,24 @@ class CompiledModel:
                 store.append(np.array(o))
         return [np.concatenate(o) for o in outs]
 
+    def _watch(self, X, lp, ll):
+        """Count the points where ``log p~ = lp + ll`` is NaN or +inf. The samplers read NaN as zero density and
+        step away from it, and +inf as any other value; neither is the density of a proper model, so
+        ``pmz.evidence`` makes a run that met them unreliable (:func:`pmz.api.evidence`)."""
+        with np.errstate(invalid="ignore"):
+            total = np.asarray(lp) + np.asarray(ll)
+        nan, posinf = np.isnan(total), total == np.inf
+        if nan.any() or posinf.any():
+            self.n_nan_evals += int(nan.sum())
+            self.n_posinf_evals += int(posinf.sum())
+            if self.non_finite_example is None:
+                self.non_finite_example = np.array(X[int(np.flatnonzero(nan | posinf)[0])], dtype=float)
+
     def log_densities(self, X):
         """Log prior and log likelihood of a batch: ``X (n, dim) -> (log_prior (n,), log_lik (n,))``."""
         lp, ll = self._blocked(self.fn_value, X, 2)
         self.n_logp_evals += len(lp)
+        self._watch(X, lp, ll)
         return lp, ll
 
     def log_densities_one_shot(self, X):
@@ -288,6 +305,7 @@ class CompiledModel:
             self._fn_value_one_shot = self._compile_inputs([self._X], [self._lp, self._ll], mode=ONE_SHOT_MODE)
         lp, ll = self._blocked(self._fn_value_one_shot, X, 2)
         self.n_logp_evals += len(lp)
+        self._watch(X, lp, ll)
         return lp, ll
 
     def log_densities_once(self, X):
@@ -302,6 +320,7 @@ class CompiledModel:
         """Both parts and their gradients: ``-> (log_prior, log_lik, grad_log_prior, grad_log_lik)``."""
         lp, ll, glp, gll = self._blocked(self.fn_value_grad, X, 4)
         self.n_grad_evals += len(lp)
+        self._watch(X, lp, ll)
         return lp, ll, glp, gll
 
     # ---------------------------------------------------------------- per-variable prior terms (checks)

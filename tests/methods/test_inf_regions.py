@@ -207,3 +207,39 @@ def test_bar_bootstrap_without_a_weighted_forward_path():
     assert np.isfinite(est.log_z) and np.isfinite(est.log_z_se)
     assert np.isneginf(est.diagnostics.bootstrap_log_z).any()
     assert est.diagnostics.se_bootstrap == np.inf
+
+
+# --------------------------------------------------------------------------
+# NaN and +inf: not a density, so never a reliable answer
+# --------------------------------------------------------------------------
+
+
+def _normal_mean_with(kind):
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=[0.3, -0.1, 0.8])
+        value = np.inf if kind == "+inf" else np.nan
+        pm.Potential("p", pt.switch(mu > (3.0 if kind == "+inf" else 2.0), value, 0.0))
+    return m
+
+
+@pytest.mark.parametrize("kind", ["+inf", "NaN"])
+@pytest.mark.parametrize("method", ["auto", "bar", "bridge"])
+def test_nan_or_infinite_density_is_never_reliable(kind, method):
+    """A pm.Potential that is +inf where mu > 3 (log Z = +inf) or NaN where mu > 2 (no density there): the runs
+    read +inf as a value and NaN as zero density and reported about -3.7 as reliable, without a warning. Now
+    every method that meets such a point says so (the count and the first point), or fails clearly."""
+    import re
+    import warnings
+
+    model = _normal_mean_with(kind)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = pmz.evidence(model, method=method, random_seed=1, progressbar=False)
+        except pm.exceptions.SamplingError:  # pm.sample (bridge) refuses a start where the density is +inf
+            assert method == "bridge" and kind == "+inf"
+            return
+    said = rf"log density was {'[+]inf' if kind == '+inf' else 'NaN'} at \d+ points \(first at mu="
+    assert any(re.search(said, str(w.message)) for w in caught)
+    assert not res.reliable and re.search(said, res.reliability_reason)
