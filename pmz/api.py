@@ -91,11 +91,12 @@ def evidence(
         Run the method's chunks there (``n_chunks`` independent groups of paths, chains or runs; 8 chunks unless
         ``n_chunks`` says otherwise, one per run for SMC). Every path, chain and run has its own random stream, so
         the result is the same bits for any number of workers and any ``n_chunks``, and the same as
-        ``executor=None``. ``"auto"`` and ``"bridge"`` split their posterior chains into groups that adapt on
-        their own (4 groups for auto and one per chain for bridge unless ``n_chunks`` says otherwise): their bits
-        follow ``n_chunks`` (``n_chunks=1`` is the call without an executor) but never the executor or its
-        workers. Each worker compiles the model once (:mod:`pmz.execution.executors`). Methods that can be split:
-        ``"auto"``, ``"bridge"``, ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
+        ``executor=None``. ``"auto"`` and ``"bridge"`` split their posterior chains into ``n_chunks`` groups
+        that adapt on their own (auto: one group unless ``n_chunks`` says otherwise, its path and SMC routes
+        split on the executor; bridge: one ``pm.sample`` call per chain): their bits follow ``n_chunks``
+        (``n_chunks=1`` is the call without an executor) but never the executor or its workers. Each worker
+        compiles the model once (:mod:`pmz.execution.executors`). Methods that can be split: ``"auto"``,
+        ``"bridge"``, ``"ais"``, the two-way methods, the tempering methods, ``"smc"``, ``"arm"``.
     checkpoint : str or os.PathLike, optional
         A netCDF file that keeps every finished chunk; a call with the same arguments (and ``random_seed``)
         resumes from it (not ``"auto"`` or ``"bridge"``). Ctrl-C during a chunked run returns the finished chunks'
@@ -185,7 +186,7 @@ def evidence(
         estimate = assess(estimate, record)  # pmz.reliability: reliable flag, reason and an honest se
         if chunks is not None and chunks.partial:
             estimate = _partial(estimate, chunks)
-        estimate = _non_finite(estimate, target, non_finite0)
+        estimate = _non_finite(estimate, target, non_finite0, record)
     if prior_warning:
         estimate = replace(
             estimate,
@@ -226,27 +227,55 @@ def _non_finite_counts(target) -> tuple[int, int]:
     return int(getattr(target, "n_nan_evals", 0)), int(getattr(target, "n_posinf_evals", 0))
 
 
-def _non_finite(estimate, target, before):
-    """A run that met a log density of NaN or +inf (counted where this process evaluated it,
-    :meth:`pmz.model.pymc.CompiledModel._watch`): unreliable, with the count and the first such point. The samplers
-    read NaN as zero density, which is a guess; +inf means log Z may be infinite. Either way the number reported
-    is not the evidence of the model as written (a pm.Potential +inf where mu > 3 gave -3.7338 +- 8e-5, and a
-    density NaN where mu > 0 gave -4.85 and -3.73, all reliable before)."""
+_NEAR_SD = 2.0  # NaN points within this many posterior sd of the draws' 0.5-99.5% range count
+
+
+def _posterior_rows(record, dim):
+    """The run's posterior draws or end states as flat rows (auto's draws, SMC's and AIS's final particles,
+    bridge sampling's draws), or None."""
+    for rows in (getattr(record, "posterior_x", None), getattr(record, "final_x", None),
+                 getattr(getattr(record, "reverse", None), "final_x", None),
+                 getattr(getattr(record, "forward", None), "final_x", None)):
+        if rows is not None and np.asarray(rows).size and np.asarray(rows).shape[-1] == dim:
+            rows = np.asarray(rows, dtype=float).reshape(-1, dim)
+            rows = rows[np.all(np.isfinite(rows), axis=1)]
+            if rows.shape[0] >= 10:
+                return rows
+    return None
+
+
+def _non_finite(estimate, target, before, record):
+    """A run that met a log density of +inf anywhere, or of NaN near its posterior draws: unreliable, with the count
+    and such a point. +inf on a region makes log Z infinite, wherever it is. The samplers read NaN as zero density,
+    a guess, and draws made under that guess stay out of the NaN region; so a NaN point counts where it lies within
+    :data:`_NEAR_SD` posterior sd of the 0.5-99.5% range of the run's posterior draws (or end states) in every
+    coordinate. A GLM's warm-up from prior draws can overflow to NaN at a dispersion of 1e19 without touching the
+    answer; a density NaN where mu > 0 gave -4.85 and -3.73, and a pm.Potential +inf where mu > 3 gave -3.7338
+    +- 8e-5, all reliable before. A run without such draws counts every point. Counted where this process
+    evaluated the density (:meth:`pmz.model.pymc.CompiledModel._watch`; not on an executor's workers)."""
     nan, posinf = (now - then for now, then in zip(_non_finite_counts(target), before))
     if not (nan or posinf):
         return estimate
+    points = [x for count, x in getattr(target, "non_finite_points", ()) if count > sum(before)]
+    rows = _posterior_rows(record, target.dim)
+    if rows is not None and points and not posinf:
+        lo, hi = np.quantile(rows, [0.005, 0.995], axis=0)
+        margin = _NEAR_SD * np.std(rows, axis=0)
+        points = [x for x in points if np.all((x >= lo - margin) & (x <= hi + margin))]
+        if not points:
+            return estimate
     where = ""
-    example = getattr(target, "non_finite_example", None)
-    if example is not None and hasattr(target, "to_constrained"):
-        values = target.to_constrained(example[None])
-        where = " (first at " + ", ".join(f"{k}={np.round(np.asarray(v)[0], 4).tolist()}" for k, v in
-                                          list(values.items())[:4]) + ")"
+    if points and hasattr(target, "to_constrained"):
+        values = target.to_constrained(points[-1][None])
+        where = " (e.g. at " + ", ".join(f"{k}={np.round(np.asarray(v)[0], 4).tolist()}" for k, v in
+                                         list(values.items())[:4]) + ")"
     parts = [f"{what} at {n} points" for n, what in ((nan, "NaN"), (posinf, "+inf")) if n]
     meaning = [m for n, m in ((nan, "NaN was read as zero density, a guess"),
                               (posinf, "log Z may be infinite")) if n]
-    reason = (f"the log density was {' and '.join(parts)}{where}: {'; '.join(meaning)}, so the estimate is not the "
-              "evidence of the model as written. Check pm.Potential terms and distributions evaluated outside "
-              "their support")
+    reason = (f"the log density was {' and '.join(parts)}{', near the posterior draws' if not posinf else ''}{where}: "
+              f"{'; '.join(meaning)}, "
+              "so the estimate is not the evidence of the model as written. Check pm.Potential terms and "
+              "distributions evaluated outside their support")
     reasons = "; ".join(r for r in (reason, estimate.reliability_reason) if r)
     return replace(estimate, reliable=False, reliability_reason=reasons, warnings=[*estimate.warnings, f"pmz: {reason}"])
 

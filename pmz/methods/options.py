@@ -496,8 +496,9 @@ class AutoOptions(CommonOptions):
     n_chunks: object = option(
         None,
         "split the chains into this many groups that warm up on their own, here one after the other or on the "
-        "executor (the path and SMC routes then split their paths and runs too); the result depends on n_chunks "
-        "but not on the executor or its workers (None: one group without executor=, 4 with it)",
+        "executor; the result depends on n_chunks but not on the executor or its workers (None: one group, "
+        "all chains adapting together; with executor= the path and SMC routes still split their paths and runs). "
+        "Worth it for few dimensions and much data; groups of few chains adapt worse in many dimensions",
         optional_int(1),
     )
     chunk_timeout: object = chunk_timeout()

@@ -21,6 +21,8 @@ backend in :mod:`pmz.model.backend`.
 
 from __future__ import annotations
 
+from collections import deque
+
 import importlib
 from numbers import Integral
 
@@ -122,7 +124,7 @@ class CompiledModel:
         self.n_grad_evals = 0
         self.n_nan_evals = 0  # points where log prior + log likelihood was NaN (read as zero density) ...
         self.n_posinf_evals = 0  # ... or +inf (log Z may be infinite): see _watch
-        self.non_finite_example = None  # the first such point (flat, unconstrained)
+        self.non_finite_points = deque(maxlen=512)  # the latest such points: (their count then, flat point)
         self._fn_value = None
         self._fn_grad = None
         self._build_graphs()
@@ -278,17 +280,19 @@ class CompiledModel:
         return [np.concatenate(o) for o in outs]
 
     def _watch(self, X, lp, ll):
-        """Count the points where ``log p~ = lp + ll`` is NaN or +inf. The samplers read NaN as zero density and
-        step away from it, and +inf as any other value; neither is the density of a proper model, so
-        ``pmz.evidence`` makes a run that met them unreliable (:func:`pmz.api.evidence`)."""
+        """Count the points where ``log p~ = lp + ll`` is NaN or +inf, and keep the latest 512 of them. The samplers
+        read NaN as zero density and step away from it, and +inf as any other value; ``pmz.evidence`` makes a run
+        unreliable where such points lie among its posterior draws (:func:`pmz.api._non_finite`)."""
         with np.errstate(invalid="ignore"):
             total = np.asarray(lp) + np.asarray(ll)
-        nan, posinf = np.isnan(total), total == np.inf
-        if nan.any() or posinf.any():
-            self.n_nan_evals += int(nan.sum())
-            self.n_posinf_evals += int(posinf.sum())
-            if self.non_finite_example is None:
-                self.non_finite_example = np.array(X[int(np.flatnonzero(nan | posinf)[0])], dtype=float)
+        bad = np.isnan(total) | (total == np.inf)
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            self.n_nan_evals += int(np.isnan(total[rows]).sum())
+            self.n_posinf_evals += int((total[rows] == np.inf).sum())
+            count = self.n_nan_evals + self.n_posinf_evals
+            for row in rows[-self.non_finite_points.maxlen :]:
+                self.non_finite_points.append((count, np.array(X[row], dtype=float)))
 
     def log_densities(self, X):
         """Log prior and log likelihood of a batch: ``X (n, dim) -> (log_prior (n,), log_lik (n,))``."""

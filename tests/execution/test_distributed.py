@@ -337,11 +337,13 @@ def test_chain_groups_same_bits_no_executor_one_worker_two_workers(system, clien
 
 
 def test_auto_one_group_is_the_call_without_chunks(system):
-    """n_chunks=1 (all chains adapt together) is the call without an executor, bit for bit; a thread pool with
-    n_chunks=3 is the same 3 groups run here one after the other."""
+    """n_chunks=1 (all chains adapt together) and an executor without n_chunks are the call without an executor,
+    bit for bit; a thread pool with n_chunks=3 is the same 3 groups run here one after the other."""
     common = dict(random_seed=SEED, progressbar=False, n_chains=12)
     whole = pmz.evidence(system.model, **common)
     assert_same_bits(pmz.evidence(system.model, n_chunks=1, **common), whole)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        assert_same_bits(pmz.evidence(system.model, executor=pool, chunk_timeout=TIMEOUT, **common), whole)
     here = pmz.evidence(system.model, n_chunks=3, **common)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         threaded = pmz.evidence(system.model, executor=pool, n_chunks=3, chunk_timeout=TIMEOUT, **common)
