@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+import weakref
 from dataclasses import fields, replace
 from numbers import Integral
 
@@ -135,6 +138,29 @@ def evidence(
         method = "bar"
     options = build_options(method, options, config)
     spec = METHODS[method]
+    with _one_call_at_a_time(options.sequence if standalone else model):
+        return _run(model, method, spec, options, random_seed, progressbar, executor, checkpoint, standalone, energy)
+
+
+_CALL_LOCKS = weakref.WeakKeyDictionary()  # model -> the lock its calls take, one at a time
+_CALL_LOCKS_LOCK = threading.Lock()
+
+
+def _one_call_at_a_time(model):
+    """The lock of ``model`` (a PyMC model, energy model or SMC sequence): calls of ``pmz.evidence`` on one model
+    object run one at a time. Its compiled functions are not safe to call from two threads at once: four threads on
+    one model gave other bits than the same calls one after the other (SMC), or failed inside PyTensor ("'NoneType'
+    object has no attribute 'shape'", BAR) or Numba. Calls on different models still run side by side."""
+    try:
+        with _CALL_LOCKS_LOCK:
+            lock = _CALL_LOCKS.setdefault(model, threading.RLock())
+    except TypeError:  # an object that cannot be weakly referenced: no lock
+        return contextlib.nullcontext()
+    return lock
+
+
+def _run(model, method, spec, options, random_seed, progressbar, executor, checkpoint, standalone, energy):
+    """The body of :func:`evidence` once the model and options are resolved (under the model's lock)."""
     executor_name(executor)  # a clear error for anything that is not an executor
     chunked = executor is not None or checkpoint is not None or getattr(options, "n_chunks", None) is not None
     if chunked and not spec.chunked:
@@ -193,7 +219,7 @@ def evidence(
             diagnostics=replace(estimate.diagnostics, **prior_fields),
             warnings=[*estimate.warnings, prior_warning],
         )
-    issue_warnings(estimate.warnings, stacklevel=2)
+    issue_warnings(estimate.warnings, stacklevel=3)
 
     particles = None
     if options.keep_particles and getattr(record, "final_x", None) is not None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from ..families import GeometricPath, PowerPosterior
 from ..families.energy import EnergyFamily
 from ..gp.riemannian_hmc import GPRiemannianHMC
@@ -32,9 +34,14 @@ _COMPILED = weakref.WeakKeyDictionary()
 def compiled_model(model, options) -> CompiledModel:
     """Compile once per (model, potentials, mode); repeated calls (seeds, methods) reuse the functions.
 
-    The key includes the number of variables, so a model extended after a first call is recompiled.
+    The key includes the number of variables and the shapes of the model's ``pm.Data``, so a model extended after
+    a first call, or given data of another size by ``pm.set_data`` (more observations, or a free variable whose
+    shape follows the data), is compiled again: its term sizes and flat layout changed, and the old functions
+    failed inside PyTensor ("could not broadcast (6,) into (3,)"). New values of the same shape need nothing: the
+    compiled functions read the data's shared variables.
     """
-    key = (options.potentials, options.compile_mode, len(model.basic_RVs), len(model.potentials))
+    shapes = tuple((v.name, tuple(np.shape(v.get_value()))) for v in model.data_vars)
+    key = (options.potentials, options.compile_mode, len(model.basic_RVs), len(model.potentials), shapes)
     per_model = _COMPILED.setdefault(model, {})
     if key not in per_model:
         per_model[key] = CompiledModel(model, potentials=options.potentials, mode=options.compile_mode)

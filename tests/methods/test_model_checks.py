@@ -11,7 +11,8 @@ with probability about 6e-5 when the se is right).
 5. Ctrl-C inside pm.sample (bridge) or inside pmz's own loops (every other method): KeyboardInterrupt, not a normal
    return from a fraction of the work;
 6. a likelihood that is zero at (nearly) all prior draws: the start error says so and what to do;
-7. chunk_size (a memory bound) does not change a seeded result.
+7. chunk_size (a memory bound) does not change a seeded result;
+8. ``pm.set_data`` to data of another size: compiled again, right.
 """
 
 
@@ -450,3 +451,43 @@ print("compiled")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert "compiled" in out.stdout, out.stderr
     assert "could not link to a BLAS" not in out.stderr
+
+
+@pytest.mark.parametrize("method, options", [("auto", {}), ("bar", {"n_paths": 128}), ("smc", {"sequence": "data"})])
+def test_set_data_to_another_size_compiles_again(method, options):
+    """``pm.set_data`` with 6 observations where the first call had 3, and a free variable whose shape follows
+    them (theta_i ~ N(0, 1), y_i ~ N(theta_i, 1): log Z = sum log N(y_i | 0, 2)): the first call's compiled
+    functions and term sizes were kept ("could not broadcast input array from shape (6,) into shape (3,)"; data
+    annealing: "Vectorized input 2 has an incompatible shape"). The second call compiles again and is right."""
+    from scipy import stats
+
+    with pm.Model() as model:
+        y = pm.Data("y", np.array([0.5, -0.2, 0.1]))
+        theta = pm.Normal("theta", 0, 1, shape=y.shape)
+        pm.Normal("obs", theta, 1, observed=y, shape=y.shape)
+    for data in (np.array([0.5, -0.2, 0.1]), np.array([0.5, -0.2, 0.1, 1.0, 0.0, -1.0])):
+        with model:
+            pm.set_data({"y": data})
+        res = pmz.evidence(model, method=method, random_seed=1, progressbar=False, **options)
+        truth = stats.norm(0, np.sqrt(2)).logpdf(data).sum()
+        assert res.run_attrs["dim"] == data.size
+        assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.1, (res.log_z, truth)
+
+
+def test_threads_on_one_model_get_the_bits_of_calls_in_turn():
+    """Four threads calling pmz.evidence on one fresh model object (each compiling on first use): SMC's bits
+    differed from the same calls one after the other, and BAR failed inside PyTensor ("'NoneType' object has no
+    attribute 'shape'"). Calls on one model now run one at a time."""
+    import concurrent.futures
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", mu, s, observed=[0.3, -0.1, 0.8, 1.2])
+    for method, options in (("smc", {"n_particles": 300}), ("bar", {"n_paths": 64})):
+        def run(seed):
+            return pmz.evidence(model, method=method, random_seed=seed, progressbar=False, **options).log_z
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(run, range(4)))
+        assert together == [run(seed) for seed in range(4)], method
