@@ -69,7 +69,7 @@ from ..estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnost
 from ..records import EvidenceEstimate
 from ..execution.executors import local_runner
 from ..runners.starts import divergences_reason
-from .chain_groups import ChainChunks
+from .chain_groups import ChainChunks, wall_until
 from .auto_chains import (
     N_SEARCH,
     NEGLIGIBLE_MASS,
@@ -118,7 +118,7 @@ class _Clock:
 
     def wall_deadline(self):
         """The ``max_time`` deadline as a wall-clock time (``time.time()``: the same on every worker), or None."""
-        return None if self.deadline is None else time.time() + (self.deadline - time.perf_counter())
+        return wall_until(self.deadline)
 
     def left(self) -> float:
         """Seconds left to start more work (the chains' share of ``max_time``)."""

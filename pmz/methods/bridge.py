@@ -38,6 +38,9 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
         X, chain = posterior_to_flat(target, options.posterior)
         divergences = divergences_in(options.posterior)
         source, option = "posterior", "posterior"
+    # one compiled function for all: the bridge's evaluations go through the gradient function the mode search
+    # below needs anyway (CompiledModel.log_densities_once), instead of compiling the value function as well
+    target.log_densities_and_grads(X[:1])
     record = run_bridge(
         target,
         X,

@@ -29,7 +29,7 @@ from ..execution.executors import Task
 from ..runners.pooling import split
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat, sample_posterior
 
-__all__ = ["ChainChunks", "merge_draws", "append_draws"]
+__all__ = ["ChainChunks", "merge_draws", "append_draws", "wall_until"]
 
 
 def _local_deadline(until):
@@ -37,7 +37,7 @@ def _local_deadline(until):
     return None if until is None else time.perf_counter() + (until - time.time())
 
 
-def _wall_until(deadline):
+def wall_until(deadline):
     """The wall-clock time (``time.time()``) of a ``time.perf_counter()`` deadline, or None."""
     return None if deadline is None else time.time() + (deadline - time.perf_counter())
 
@@ -165,7 +165,7 @@ class ChainChunks:
         key = self._key("warm-up")
         tasks = [
             Task(f"{key}-{g:04d}", dict(starts=starts[a:b], rng=r, n_draws=int(n_draws), n_warmup=int(n_warmup),
-                                        until=_wall_until(deadline), progress=own), work=float(b - a))
+                                        until=wall_until(deadline), progress=own), work=float(b - a))
             for g, (a, b, r) in enumerate(zip(bounds[:-1], bounds[1:], rngs))
         ]
         t0 = time.perf_counter()
@@ -188,7 +188,7 @@ class ChainChunks:
             part = replace(part, x=np.empty((members.size, 0, draws.x.shape[2])),
                            log_posterior=np.empty((members.size, 0)), step_size=np.asarray(draws.step_size)[members])
             tasks.append(Task(f"{key}-{g:04d}", dict(part=part, start=draws.x[members, -1], rng=r,
-                                                     n_more=int(n_more), until=_wall_until(deadline),
+                                                     n_more=int(n_more), until=wall_until(deadline),
                                                      min_draws=int(min_draws)), work=float(members.size)))
             rows.append(members)
         t0 = time.perf_counter()
