@@ -147,22 +147,30 @@ def stuck_chains(target, draws, rng) -> np.ndarray:
     return negligible[labels]
 
 
+def _peaks_outside(target, prior, draws, rng, n, scale, n_steps=100):
+    """Peaks that ``n`` exact prior draws climb to (:func:`pmz.runners.modes.climb`, lengths ``scale``) in none of
+    the draws' clusters and not far below their highest density (``SEARCH_DROP + dim`` nats), one per group
+    (:func:`pmz.runners.modes.new_modes`); None where the prior cannot be drawn from."""
+    starts = prior_starts(target, prior, rng, n)
+    if starts is None:
+        return None
+    points, values = climb(target, starts, scale, n_steps=n_steps)
+    floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
+    return new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)
+
+
 def search_modes(target, prior, draws, rng):
     """Look for modes the chains missed (chains found several already): climb from ``N_SEARCH`` exact prior
     draws (:func:`pmz.runners.modes.climb`), keep the peaks that lie in none of the chains' clusters and are not
     far below the chains' highest density (``SEARCH_DROP + dim`` nats), and run one new chain from each (as many
     draws as the others, the same step size and metric). Returns the draws with the new chains appended and
     how many were added."""
-    starts = prior_starts(target, prior, rng, N_SEARCH)
-    if starts is None:
-        return draws, 0
     metric = np.asarray(draws.metric)
     scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
-    points, values = climb(target, starts, scale)
-    floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
-    found = new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)[: draws.n_chains]
-    if found.shape[0] == 0:
+    found = _peaks_outside(target, prior, draws, rng, N_SEARCH, scale)
+    if found is None or found.shape[0] == 0:
         return draws, 0
+    found = found[: draws.n_chains]
     k = found.shape[0]
     empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
                     step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,
@@ -200,15 +208,10 @@ def missed_mode(target, prior, draws, rng, log_z) -> str:
 
     if not np.isfinite(log_z):
         return ""
-    starts = prior_starts(target, prior, rng, N_MISSED_SEARCH)
-    if starts is None:
-        return ""
     X = draws.x.reshape(-1, draws.x.shape[2])
     cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
-    points, values = climb(target, starts, np.sqrt(np.diag(cov)), n_steps=50)
-    floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
-    found = new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)
-    if found.shape[0] == 0:
+    found = _peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
+    if found is None or found.shape[0] == 0:
         return ""
     lp, ll = target.log_densities_once(found)
     shares = []
