@@ -13,7 +13,7 @@ import numpy as np
 import pymc as pm
 
 from .estimate_diagnostics import AutoDiagnostics
-from .reliability import assess
+from .reliability import assess, mark_unreliable, non_finite_reason
 from .methods.draw_checks import check_start, n_start, prior_normalisation_note, with_draws_check
 from .execution.checkpoints import run_fingerprint
 from .execution.executors import ChunkRunner, executor_name
@@ -212,6 +212,9 @@ def _run(model, method, spec, options, random_seed, progressbar, executor, check
         estimate = assess(estimate, record)  # pmz.reliability: reliable flag, reason and an honest se
         if chunks is not None and chunks.partial:
             estimate = _partial(estimate, chunks)
+        interrupted = _interrupted(record)
+        if interrupted:  # a run that kept its finished part on Ctrl-C (SMC's runs)
+            estimate = mark_unreliable(estimate, f"PARTIAL RESULT: {interrupted}; log Z and its se come from those")
         estimate = _non_finite(estimate, target, non_finite0, record)
     if prior_warning:
         estimate = replace(
@@ -295,15 +298,14 @@ def _non_finite(estimate, target, before, record):
         values = target.to_constrained(points[-1][None])
         where = " (e.g. at " + ", ".join(f"{k}={np.round(np.asarray(v)[0], 4).tolist()}" for k, v in
                                          list(values.items())[:4]) + ")"
-    parts = [f"{what} at {n} points" for n, what in ((nan, "NaN"), (posinf, "+inf")) if n]
-    meaning = [m for n, m in ((nan, "NaN was read as zero density, a guess"),
-                              (posinf, "log Z may be infinite")) if n]
-    reason = (f"the log density was {' and '.join(parts)}{', near the posterior draws' if not posinf else ''}{where}: "
-              f"{'; '.join(meaning)}, "
-              "so the estimate is not the evidence of the model as written. Check pm.Potential terms and "
-              "distributions evaluated outside their support")
-    reasons = "; ".join(r for r in (reason, estimate.reliability_reason) if r)
-    return replace(estimate, reliable=False, reliability_reason=reasons, warnings=[*estimate.warnings, f"pmz: {reason}"])
+    return mark_unreliable(estimate, non_finite_reason(nan, posinf, ", near the posterior draws" if not posinf else "",
+                                                       where))
+
+
+def _interrupted(record) -> str:
+    """What a record says about an interruption it survived (``tuning["interrupted"]``), or ""."""
+    tuning = getattr(record, "tuning", None)
+    return str(tuning.get("interrupted", "")) if isinstance(tuning, dict) else ""
 
 
 def _partial(estimate, chunks):

@@ -377,6 +377,10 @@ class TemperingDiagnostics(Diagnostics):
         TI: why ``log_support_mass`` was added (``U = -inf`` on part of f0).
     wang_landau_note : str or None
         Said when the ``estimates`` table holds Wang-Landau's ``log g`` (an initialiser, not an answer).
+    group_log_z, group_log_z_se : ndarray or None
+        RTS on each fixed block of chains of the run alone (``TemperingTrace.block_sums``; up to 8 blocks): the
+        blocks are independent runs, so their spread measures what the batch-means se of autocorrelated sweeps can
+        miss (:func:`pmz.reliability.chain_groups`).
     """
 
     log_z_k: np.ndarray | None = None
@@ -397,6 +401,8 @@ class TemperingDiagnostics(Diagnostics):
     se_asymptotic: float | None = None
     se_rts: float | None = None
     n_blocks: int | None = None
+    group_log_z: np.ndarray | None = None
+    group_log_z_se: np.ndarray | None = None
     mean_U: np.ndarray | None = None
     var_U: np.ndarray | None = None
     rule: str | None = None

@@ -247,11 +247,34 @@ def test_level_marginal():
     assert assess(good) == good
 
 
-@pytest.mark.slow  # three tempering runs and the default
+def test_chain_groups():
+    """Tempering estimates whose independent blocks of chains disagree beyond their own se (chi-square tail
+    probability below 1e-3) are unreliable, with the sd of one block as the se floor; blocks that agree are no
+    verdict, and a between-block se more than 1.5 times the reported se becomes its floor without a verdict."""
+    from pmz.estimate_diagnostics import TemperingDiagnostics
+
+    def est(values, ses, se=0.09):
+        d = TemperingDiagnostics(group_log_z=np.asarray(values, float), group_log_z_se=np.full(len(values), ses))
+        return EvidenceEstimate(float(np.mean(values)), se, "wang_landau", diagnostics=d)
+
+    stuck = [-7.4, -6.2, -6.9, -7.3, -6.0, -6.6, -7.1, -6.4]  # Wang-Landau on k ~ Poisson(1000): 2.4 nats high
+    out = assess(est(stuck, 0.19))
+    assert not out.reliable and "groups of chains disagree" in out.reliability_reason
+    assert out.log_z_se == pytest.approx(np.std(stuck, ddof=1))
+    agree = est([-27.77, -27.80, -27.75, -27.79, -27.76, -27.78, -27.74, -27.77], 0.03, se=0.011)
+    assert assess(agree) == agree
+    wider = assess(est([-1.0, -1.1, -0.9, -1.05, -0.95, -1.02, -0.98, -1.0], 0.1, se=0.01))
+    between = np.std(wider.diagnostics.group_log_z, ddof=1) / np.sqrt(8)
+    assert wider.reliable and wider.log_z_se == pytest.approx(between)
+
+
+@pytest.mark.slow  # four tempering runs and the default
 def test_tempering_stuck_on_a_discrete_support_is_flagged():
     """k ~ Poisson(1000) observed through N(k, 1) at 1100 (exact log Z by summing k): random-walk moves of k cannot
-    cross its support at high beta, and RTS, TS and MBAR were tens of nats low with se below 0.5, reliable. Now each
-    is unreliable or within 4 se; the advice (method="auto") is exact (the sum route)."""
+    cross its support at high beta, and RTS, TS and MBAR were tens of nats low with se below 0.5, reliable, and
+    Wang-Landau (whose adapted weights spread the levels anyway) 2.2-2.4 nats high with se 0.09-0.13. Now each is
+    unreliable or within 4 se (Wang-Landau: its blocks of chains disagree); the advice (method="auto") is exact (the
+    sum route)."""
     import pymc as pm
     from scipy import special, stats
 
@@ -260,7 +283,7 @@ def test_tempering_stuck_on_a_discrete_support_is_flagged():
         pm.Normal("y", k, np.float64(1.0), observed=np.float64(1100.0))
     ks = np.arange(0, 4001)
     truth = float(special.logsumexp(stats.poisson.logpmf(ks, 1000.0) + stats.norm.logpdf(1100.0, ks, 1.0)))
-    for method in ("rts", "ts", "mbar", "ti"):
+    for method in ("rts", "ts", "mbar", "ti", "wang_landau"):
         res = pmz.evidence(model, method=method, random_seed=2, progressbar=False)
         assert not res.reliable or abs(res.log_z - truth) < 4 * res.log_z_se, (method, res.log_z, res.log_z_se)
     advice = pmz.evidence(model, random_seed=2, progressbar=False)

@@ -142,7 +142,8 @@ def ts(trace: TemperingTrace, pseudo_count: float = 0.1) -> EvidenceEstimate:
 def _multinomial_solve(Q, n, log_zhat, log_prior, z, *, max_iter=100, tol=1e-10):
     """Maximise ``L(z) = sum_s sum_k Q_sk log pi_k^(s)(z)`` (RTS Appendix A) by Newton with ``z_0 = 0``.
 
-    Returns ``(z, cov, converged)``, ``cov`` the inverse observed information (zero row and column 0).
+    Returns ``(z, cov, converged)``, ``cov`` the inverse observed information (zero row and column 0; inf where the
+    information is singular: levels the draws never reached, whose ``log Z_k`` the draws do not identify).
     """
 
     def pieces(z):
@@ -158,7 +159,9 @@ def _multinomial_solve(Q, n, log_zhat, log_prior, z, *, max_iter=100, tol=1e-10)
     for _ in range(max_iter):
         value, grad, hess = pieces(z)
         step = np.zeros_like(z)
-        step[1:] = np.linalg.solve(hess[1:, 1:], -grad[1:])
+        if not (np.all(np.isfinite(hess)) and np.all(np.isfinite(grad))):
+            break  # draws whose level probabilities are not finite: not converged, no information (cov below)
+        step[1:] = np.linalg.lstsq(hess[1:, 1:], -grad[1:], rcond=None)[0]  # singular: levels never reached
         t = 1.0
         while pieces(z + t * step)[0] < value - 1e-12 and t > 1e-8:
             t /= 2
@@ -168,7 +171,12 @@ def _multinomial_solve(Q, n, log_zhat, log_prior, z, *, max_iter=100, tol=1e-10)
             break
     _, _, hess = pieces(z)
     cov = np.zeros_like(hess)
-    cov[1:, 1:] = np.linalg.inv(-hess[1:, 1:])
+    try:
+        if not np.all(np.isfinite(hess)):
+            raise np.linalg.LinAlgError
+        cov[1:, 1:] = np.linalg.inv(-hess[1:, 1:])
+    except np.linalg.LinAlgError:  # levels the draws never reached: their log Z_k, and so log Z, is not identified
+        cov[1:, 1:] = np.inf
     return z, cov, converged
 
 

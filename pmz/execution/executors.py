@@ -50,6 +50,7 @@ from ..threads import blas_thread_limit
 from .checkpoints import Checkpoint, digest, target_description
 
 __all__ = [
+    "KEEP_ON_INTERRUPT",
     "local_runner",
     "Task",
     "ChunkOutput",
@@ -60,6 +61,10 @@ __all__ = [
 ]
 
 DEFAULT_CHUNKS = 8  # chunks of a run split for executor= or checkpoint= when n_chunks is not given
+KEEP_ON_INTERRUPT = (  # the advice of the "interrupted before any chunk finished" errors
+    "a run split into chunks keeps the finished ones when interrupted: pass n_chunks=8, or checkpoint='run.nc' "
+    "(a later call with the same arguments resumes from it)"
+)
 
 
 # --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ..estimators.jarzynski import jarzynski
 from ..estimators.raise_ import raise_estimate
 from ..reliability import reverse_start_phrase
 from ..records import BidirectionalRecord
-from ..execution.executors import Task, local_runner
+from ..execution.executors import KEEP_ON_INTERRUPT, Task, local_runner
 from ..runners.ais import run_ais
 from ..runners.bidirectional import reverse_start_states, starts_need_forward
 from ..runners.pooling import PATH_BLOCKS, block_offsets, chunk_rows, merge_work
@@ -95,7 +95,9 @@ def _interleave(first, second):
 
 
 def _nothing_finished(what: str):
-    raise KeyboardInterrupt(f"pmz: interrupted before any {what} chunk finished; nothing to estimate from")
+    raise KeyboardInterrupt(
+        f"pmz: interrupted before any {what} chunk finished; nothing to estimate from ({KEEP_ON_INTERRUPT})"
+    )
 
 
 def run_forward_ais(family, kernel, options, rng, progressbar, target=None, chunks=None):

@@ -28,7 +28,7 @@ from ..sequences.base import SMCSequence
 from ..sequences.by_observation import DataAnnealingSequence
 from ..boltzmann.unit_sequence import RBMUnitSequence
 from ..sequences.by_temperature import TemperingSequence
-from ..execution.executors import Task, local_runner
+from ..execution.executors import KEEP_ON_INTERRUPT, Task, local_runner
 
 __all__ = ["ARM_VARIANTS", "build_sequence", "run_smc_method", "estimate_smc_method"]
 
@@ -82,12 +82,15 @@ def _runs(sequence, settings, options, run_rng, target, chunks, method, until=No
         Task(f"runs-{c:04d}", dict(streams=streams[offsets[c] : offsets[c + 1]], first_run=int(offsets[c])), float(m))
         for c, m in enumerate(sizes)
     ]
+    whole_here = n_chunks == 1 and chunks.executor is None and chunks.checkpoint is None  # no chunks to keep
     context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles,
-                   progressbar=chunks.own_bar(n_chunks), until=until)
+                   progressbar=chunks.own_bar(n_chunks), until=until, keep_on_interrupt=whole_here)
     done = chunks.run(smc_runs, target, context, tasks, desc=method.upper())
     records = [done[t.key] for t in tasks if t.key in done]
     if not records:
-        raise KeyboardInterrupt("pmz: interrupted before any SMC run finished; nothing to estimate from")
+        raise KeyboardInterrupt(
+            f"pmz: interrupted before any SMC run finished; nothing to estimate from ({KEEP_ON_INTERRUPT})"
+        )
     return merge_smc(records)
 
 

@@ -28,8 +28,8 @@ import numpy as np
 from ..estimators.mbar import mbar_tempering
 from ..estimators.rts import rts, rts_combine, ts
 from ..estimators.ti import TI_RULES, ti, ti_rb
-from ..execution.executors import Task, local_runner
-from ..runners.pooling import CHAIN_BLOCKS, chunk_rows, merge_traces
+from ..execution.executors import KEEP_ON_INTERRUPT, Task, local_runner
+from ..runners.pooling import CHAIN_BLOCKS, chunk_rows, TRACE_SUMS, merge_traces, pooled_trace_sums
 from ..runners.row_streams import RowStreams
 from .schedule import setup_schedule
 from ..runners.tempering_sweep import adapt_log_zhat, run_tempering
@@ -80,7 +80,9 @@ def _long_run(chunks, target, context, n_chains, n_chunks, rng, x, levels, metho
     done = chunks.run(run_tempering, target, context, tasks, desc=method)
     traces = [done[t.key] for t in tasks if t.key in done]
     if not traces:
-        raise KeyboardInterrupt("pmz: interrupted before any tempering chunk finished; nothing to estimate from")
+        raise KeyboardInterrupt(
+            f"pmz: interrupted before any tempering chunk finished; nothing to estimate from ({KEEP_ON_INTERRUPT})"
+        )
     return merge_traces(traces)
 
 
@@ -137,10 +139,14 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     )
     chunks = local_runner(progressbar) if chunks is None else chunks
     n_chunks = chunks.count(options.n_chunks, options.n_chains)
+    whole_here = n_chunks == 1 and chunks.executor is None and chunks.checkpoint is None  # no chunks to keep
     context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=chunks.own_bar(n_chunks),
-                   **long_run, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp)
+                   **long_run, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp,
+                   keep_on_interrupt=whole_here)
     trace = _long_run(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
     tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
+    if "interrupted" in trace.tuning:  # Ctrl-C during the long run: the finished sweeps (pmz.evidence says so)
+        tuning["interrupted"] = trace.tuning["interrupted"]
     stage_fields = {}
     if stages:
         stage_fields = dict(
@@ -201,11 +207,36 @@ TEMPERING_ESTIMATORS = {
 }
 
 
+def chain_group_estimates(trace) -> tuple[np.ndarray, np.ndarray] | None:
+    """RTS on each fixed block of chains alone (``trace.block_sums``): ``(log_z, log_z_se)`` per block, or None
+    for a trace without blocks or with fewer than two. The blocks are independent runs with the same guesses, so
+    their spread is what the run's estimate would show over repeated runs, autocorrelation and stuck chains
+    included (:func:`pmz.reliability.chain_groups`)."""
+    if trace.block_sums is None or trace.block_sums.shape[1] < 2:
+        return None
+    n_blocks = trace.block_sums.shape[1]
+    values, ses = [], []
+    for g in range(n_blocks):
+        sums = trace.block_sums[:, g : g + 1]
+        accept, level = trace.block_accept[:, g : g + 1], trace.block_level_accepted[g : g + 1]
+        sizes = sums[TRACE_SUMS.index("counts"), 0].sum(axis=1)  # the block's samples per batch
+        block = replace(trace, **pooled_trace_sums(sums, accept, level, int(sizes.sum())), batch_size=sizes,
+                        block_sums=sums, block_accept=accept, block_level_accepted=level)
+        est = rts(block)
+        values.append(est.log_z)
+        ses.append(est.log_z_se)
+    return np.asarray(values, dtype=float), np.asarray(ses, dtype=float)
+
+
 def tempering_estimator(name):
     def estimate(record, options, rng):
         result = _with_others(TEMPERING_ESTIMATORS[name](record, options), record, options)
         if record.tuning.get("nothing_to_anneal"):  # U = 0: log Z = log Z0 exactly (TS's visit counts are noisy)
-            result = replace(result, log_z=float(record.log_z0), log_z_se=0.0)
+            return replace(result, log_z=float(record.log_z0), log_z_se=0.0)
+        groups = chain_group_estimates(record)
+        if groups is not None:
+            result = replace(result, diagnostics=replace(result.diagnostics, group_log_z=groups[0],
+                                                         group_log_z_se=groups[1]))
         return result
 
     return estimate

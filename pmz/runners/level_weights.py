@@ -37,9 +37,12 @@ __all__ = [
 def rts_update(log_zhat, c_hat, log_prior) -> np.ndarray:
     """The RTS estimate of ``log Z_k - log Z_0`` from a run with guesses ``log_zhat``: RTS eq 10,
     ``Z_k = Zhat_k (r_0 / r_k) (c_k / c_0)``. A level whose ``c_k`` underflowed to 0 gets the smallest finite
-    ``log c`` minus 50 nats: a finite guess far below the others, so the next run moves towards it."""
-    with np.errstate(divide="ignore"):
+    ``log c`` minus 50 nats: a finite guess far below the others, so the next run moves towards it. A run without
+    one finite ``c_k`` (its densities were NaN or +inf: :func:`pmz.api` says so) leaves the guesses as they were."""
+    with np.errstate(divide="ignore", invalid="ignore"):
         log_c = np.log(c_hat)
+    if not np.any(np.isfinite(log_c)):
+        return np.asarray(log_zhat, dtype=float) - log_zhat[0]
     log_c = np.where(np.isfinite(log_c), log_c, np.min(log_c[np.isfinite(log_c)]) - 50.0)
     new = log_zhat + log_c - log_prior
     return new - new[0]

@@ -196,12 +196,16 @@ def smc_runs(
     max_stages: int = 100_000,
     until: float | None = None,
     min_runs: int = 2,
+    keep_on_interrupt: bool = False,
 ) -> SMCRecord:
     """The runs of ``streams`` (one ``numpy.random.Generator`` each), numbered from ``first_run``: an SMCRecord
     whose final log weights are each run's own (normalised within the run, plus the run's log Z), unpooled.
 
     ``until``: a wall-clock time (``time.time()``, so that it means the same on any worker) after which no further
-    run starts once ``min_runs`` runs are done (the record's ``n_runs`` says how many ran).
+    run starts once ``min_runs`` runs are done (the record's ``n_runs`` says how many ran). With
+    ``keep_on_interrupt`` (a whole run in one chunk here: no chunks to keep), Ctrl-C during a run after the first
+    keeps the finished runs and the record's ``tuning["interrupted"]`` says so (``pmz.evidence`` then marks the
+    result partial and unreliable); otherwise it raises, and the chunk runner keeps the finished chunks.
 
     :func:`run_smc` makes all its runs here and pools them with :func:`pmz.runners.pooling.merge_smc`; a run split
     into chunks (:mod:`pmz.execution.executors`) makes each chunk's runs here, with the streams the whole run would
@@ -209,7 +213,7 @@ def smc_runs(
     """
     evals = count_evaluations(sequence)
     streams = list(streams)
-    rows, finals = [], []
+    rows, finals, interrupted = [], [], None
     span = float(sequence.t_end - sequence.t_start)
     desc = "ARM" if settings.algorithm != "rm" else "SMC"
     with progress_bar(
@@ -220,7 +224,15 @@ def smc_runs(
                 break
             run = int(first_run) + i
             bar.set_postfix_str(f"run {i + 1}/{len(streams)}", refresh=False)
-            state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
+            n_rows = len(rows)
+            try:
+                state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
+            except KeyboardInterrupt:  # Ctrl-C: keep the finished runs (pmz.evidence flags the result as partial)
+                if not (finals and keep_on_interrupt):
+                    raise
+                del rows[n_rows:]
+                interrupted = f"interrupted (Ctrl-C) after {len(finals)} of {len(streams)} SMC runs"
+                break
             finals.append((state.particles.x, normalized_log_weights(state.log_w) + state.log_z))
     final_x = final_log_w = None
     if keep_particles:
@@ -239,6 +251,8 @@ def smc_runs(
         "tune": settings.tune,
         **sequence.describe(),
     }
+    if interrupted:
+        tuning["interrupted"] = interrupted
     return SMCRecord(
         **columns,
         log_z0=float(sequence.log_z0),

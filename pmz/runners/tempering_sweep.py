@@ -193,8 +193,13 @@ def run_tempering(
     progressbar: bool = True,
     tuning: dict | None = None,
     desc: str = "tempering",
+    keep_on_interrupt: bool = False,
 ) -> TemperingTrace:
     """Run ``n_chains`` simulated-tempering chains for ``n_sweeps`` sweeps with fixed ``log_zhat``.
+
+    With ``keep_on_interrupt`` (a whole run in one chunk here: no chunks to keep), Ctrl-C after two sweeps keeps the
+    finished sweeps: the trace is that of a shorter run and its ``tuning["interrupted"]`` says so (``pmz.evidence``
+    marks the result partial and unreliable); otherwise it raises.
 
     Parameters
     ----------
@@ -266,13 +271,20 @@ def run_tempering(
     level_traces = np.empty((n_sweeps, n_traces), dtype=int)
     draws_U = np.empty((n_sweeps, n_run)) if store_draws else None
     draws_level = np.empty((n_sweeps, n_run), dtype=int) if store_draws else None
-    log_q = None
+    log_q, tuning, done = None, dict(tuning or {}), n_sweeps
     with progress_bar(total=n_sweeps, desc=desc, disable=not progressbar) as bar:
         for t in range(n_sweeps):
-            state, info = tempering_sweep(
-                stream, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
-                log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
-            )
+            try:
+                state, info = tempering_sweep(
+                    stream, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
+                    log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
+                )
+            except KeyboardInterrupt:  # Ctrl-C: keep the finished sweeps where asked
+                if not (keep_on_interrupt and t >= 2):
+                    raise
+                done = t
+                tuning["interrupted"] = f"interrupted (Ctrl-C) after {t} of {n_sweeps} sweeps"
+                break
             b = t * B // n_sweeps
             _add_sample(sums, b, state.particles.parts.U, info, K, cuts)
             batch_size[b] += n_run
@@ -286,6 +298,12 @@ def run_tempering(
             log_q = info.log_q
             bar.update(1)
 
+    if done < n_sweeps:  # the batches the finished sweeps reached
+        n_used = int(np.count_nonzero(batch_size))
+        sums, batch_size = sums[:, :, :n_used], batch_size[:n_used]
+        level_traces = level_traces[:done]
+        draws_U = None if draws_U is None else draws_U[:done]
+        draws_level = None if draws_level is None else draws_level[:done]
     return TemperingTrace(
         betas=betas,
         log_zhat=log_zhat,
@@ -294,7 +312,7 @@ def run_tempering(
         log_z0=float(family.log_z0),
         level_traces=level_traces,
         n_chains=int(n_run),
-        n_sweeps=int(n_sweeps),
+        n_sweeps=int(done),
         n_steps_per_temp=int(n_steps_per_temp),
         level_move=level_move,
         kernel=kernel.name,
@@ -305,11 +323,11 @@ def run_tempering(
         final_log_q=log_q,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning=dict(tuning or {}),
+        tuning=tuning,
         block_sums=sums,
         block_accept=block_accept,
         block_level_accepted=level_accepted,
-        **pooled_trace_sums(sums, block_accept, level_accepted, n_sweeps * n_run),
+        **pooled_trace_sums(sums, block_accept, level_accepted, done * n_run),
     )
 
 

@@ -43,7 +43,7 @@ import xarray as xr
 
 from ..estimators.rts import rts_from_draws
 from ..inference_data import get_group, is_inference_data
-from ..reliability import assess
+from ..reliability import assess, mark_unreliable, non_finite_reason
 from ..results import EvidenceResult, issue_warnings, make_result
 from ..weights import ess, logsumexp
 
@@ -80,6 +80,17 @@ def _tempering_stats(idata):
     return out, stats
 
 
+def _non_finite_evals(sample_stats) -> tuple[int, int]:
+    """Points where the model's log density was NaN during the kept draws, and +inf at any time (tuning and the
+    start's pilot included: +inf anywhere makes log Z infinite), from the steps' cumulative counts (traces of older
+    pmz releases have none: (0, 0))."""
+    if "nan_evals" not in sample_stats or "posinf_evals" not in sample_stats:
+        return 0, 0
+    nan = np.asarray(sample_stats["nan_evals"].transpose("chain", "draw").values, dtype=np.int64)
+    posinf = np.asarray(sample_stats["posinf_evals"].values, dtype=np.int64)
+    return int(np.sum(nan.max(axis=1) - nan.min(axis=1))), int(posinf.max())
+
+
 def tempered_evidence(idata, *, n_batches_per_chain: int = N_BATCHES_PER_CHAIN) -> EvidenceResult:
     """RTS estimate of log Z (log p(y)) from a tempering trace (see module docstring).
 
@@ -113,7 +124,7 @@ def tempered_evidence(idata, *, n_batches_per_chain: int = N_BATCHES_PER_CHAIN) 
 def _rts_result(idata, n_batches_per_chain) -> EvidenceResult:
     """:func:`tempered_evidence` without issuing its warnings (they are in the result)."""
     t0 = time.perf_counter()
-    stats, _ = _tempering_stats(idata)
+    stats, sample_stats = _tempering_stats(idata)
     n_chains, n_draws, K = stats["rb_probs"].shape
     B = int(n_batches_per_chain)
     if B < 1 or B > n_draws:
@@ -135,6 +146,9 @@ def _rts_result(idata, n_batches_per_chain) -> EvidenceResult:
         )
     diagnostics = replace(est.diagnostics, max_gap=gap, n_chains=int(n_chains), n_draws=int(n_draws))
     estimate = assess(replace(est, diagnostics=diagnostics, warnings=warnings))
+    nan, posinf = _non_finite_evals(sample_stats)
+    if nan or posinf:
+        estimate = mark_unreliable(estimate, non_finite_reason(nan, posinf, " while the chains ran"))
     attrs = {
         "options": {"n_batches_per_chain": B},
         "estimator": "rts_from_draws",

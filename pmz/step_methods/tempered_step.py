@@ -192,6 +192,8 @@ class _TemperingStep(PowerPosteriorStep):
             "accept": (np.float64, []),
             "step_size": (np.float64, []),
             "tune": (bool, []),
+            "nan_evals": (np.int64, []),
+            "posinf_evals": (np.int64, []),
         }
         declare_stats(self, shapes)
         self.tune = True
@@ -281,6 +283,9 @@ class _TemperingStep(PowerPosteriorStep):
             "accept": accept,
             "step_size": step_size,
             "tune": tuning,
+            # points where the model's log density was NaN or +inf so far (pmz.tempered_evidence reads them)
+            "nan_evals": int(self._compiled.n_nan_evals),
+            "posinf_evals": int(self._compiled.n_posinf_evals),
         }
         return q, [stats]
 

@@ -430,6 +430,63 @@ def test_ctrl_c_inside_pmz_loops_raises(normal_mean, monkeypatch, method):
     assert [(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()] == blas_before
 
 
+def test_ctrl_c_after_finished_smc_runs_keeps_them(normal_mean, monkeypatch):
+    """Ctrl-C during the third of SMC's four runs, in a call without n_chunks (one chunk, nothing a chunk runner
+    could keep): the two finished runs give the result, flagged partial and unreliable with what happened, and the
+    estimate is still within 4 se of the exact log Z. With n_chunks the finished chunks are kept instead (the run
+    stops at the interrupt; tested in tests/execution)."""
+    from pmz.runners import resample_move
+
+    one_run, calls = resample_move._one_run, {"n": 0}
+
+    def interrupted_third(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return one_run(*args, **kwargs)
+
+    monkeypatch.setattr(resample_move, "_one_run", interrupted_third)
+    with pytest.warns(UserWarning, match="PARTIAL RESULT"):
+        res = pmz.evidence(normal_mean, method="smc", random_seed=3, progressbar=False)
+    assert not res.reliable and "interrupted (Ctrl-C) after 2 of 4 SMC runs" in res.reliability_reason
+    assert res.diagnostics["run_log_z"].shape == (2,)
+    n = Y_MEAN.size
+    truth = stats.multivariate_normal(np.zeros(n), np.eye(n) + 4.0 * np.ones((n, n))).logpdf(Y_MEAN)
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.2
+    monkeypatch.setattr(resample_move, "_one_run", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        pmz.evidence(normal_mean, method="smc", random_seed=3, progressbar=False)
+
+
+def test_ctrl_c_in_the_tempering_long_run_keeps_the_finished_sweeps(normal_mean, monkeypatch):
+    """Ctrl-C after 300 of the long run's 1000 sweeps, without n_chunks: the finished sweeps give the result (a
+    shorter run), flagged partial; the estimate is within 4 se of the exact log Z."""
+    from pmz.methods import tempering
+    from pmz.runners import tempering_sweep
+
+    long_run, sweep, calls = tempering.run_tempering, tempering_sweep.tempering_sweep, {"n": None}
+
+    def counted_long_run(*args, **kwargs):
+        calls["n"] = 0  # count the sweeps of the long run only (not the initial iterations')
+        return long_run(*args, **kwargs)
+
+    def interrupted_sweep(*args, **kwargs):
+        if calls["n"] is not None:
+            calls["n"] += 1
+            if calls["n"] == 301:
+                raise KeyboardInterrupt
+        return sweep(*args, **kwargs)
+
+    monkeypatch.setattr(tempering, "run_tempering", counted_long_run)
+    monkeypatch.setattr(tempering_sweep, "tempering_sweep", interrupted_sweep)
+    with pytest.warns(UserWarning, match="PARTIAL RESULT"):
+        res = pmz.evidence(normal_mean, method="rts", random_seed=3, progressbar=False)
+    assert not res.reliable and "interrupted (Ctrl-C) after 300 of 1000 sweeps" in res.reliability_reason
+    n = Y_MEAN.size
+    truth = stats.multivariate_normal(np.zeros(n), np.eye(n) + 4.0 * np.ones((n, n))).logpdf(Y_MEAN)
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.2
+
+
 @pytest.mark.skipif(PYMC_MAJOR >= 6, reason="PyTensor 3 compiles to Numba by default; the warning is PyTensor 2's")
 def test_no_blas_link_warning_from_pmz_compile():
     """PyTensor 2 (PyMC 5, pip install) warns in five lines that it found no BLAS to link, once per process, when it

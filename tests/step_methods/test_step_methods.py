@@ -102,6 +102,24 @@ def test_tempered_weights_give_the_exact_posterior_mean(st_idata, exact_posterio
     assert 200 < w.attrs["ess_kish"] < 2000
 
 
+def test_non_finite_densities_make_the_trace_unreliable(st_idata):
+    """The steps record how often the model's log density was NaN or +inf (cumulative counts): +inf at any time, or
+    NaN during the kept draws, makes tempered_evidence unreliable with the count; NaN met only before the kept draws
+    (a pilot in the prior's tail) is no verdict."""
+    stats = get_group(st_idata, "sample_stats")
+    assert int(stats["nan_evals"].max()) == 0 and int(stats["posinf_evals"].max()) == 0
+    assert tempered_evidence(st_idata).reliable
+    rising = xr.DataArray(np.cumsum(np.ones(stats["nan_evals"].shape, dtype=np.int64), axis=1) // 100,
+                          dims=stats["nan_evals"].dims)
+    cases = {"NaN at": stats.assign(nan_evals=rising), "+inf at": stats.assign(posinf_evals=rising * 0 + 3)}
+    for words, bad in cases.items():
+        with pytest.warns(UserWarning, match="log density was"):
+            res = tempered_evidence(build(RESULT_BASE, {"sample_stats": bad}))
+        assert not res.reliable and words in res.reliability_reason
+    before = stats.assign(nan_evals=rising * 0 + 7)  # constant during the kept draws
+    assert tempered_evidence(build(RESULT_BASE, {"sample_stats": before})).reliable
+
+
 def test_stats_exist_with_the_right_shapes(st_idata):
     """Shapes and bookkeeping; the two stochastic checks are far from their bounds on every seed: the top level is
     visited about 1/K of 2000 draws, and the step size is tuned to a mean acceptance of about 0.8 (0.81-0.83 on

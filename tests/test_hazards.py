@@ -1,0 +1,73 @@
+"""The hazard matrix: every method of ``pmz.evidence`` (and ``pmz.tempered_evidence`` after ``pm.sample`` with the
+step methods) on every hazard of :mod:`pmz.systems.hazards`, each with an exact log Z.
+
+Every cell asserts the promise: the result is within 4 se + 0.02 of the truth, or ``reliable=False``, or a clear
+pmz error (:func:`pmz.hazard_matrix.run_cell` sorts the outcome; ``"wrong"`` and ``"crash"`` fail). A
+4-se bound fails with probability about 6e-5 when the se is right. The cells of :data:`MUST_ANSWER` must also be
+answered (reliable, within the bound, se below :data:`SE_CAP`): a method that flags everything would pass the
+promise and be useless, so the baseline column and the cells where a method is known to work hold it to an answer.
+
+Tiers: the baseline column with one seed is in the quick tier (every method answers a conjugate model); the whole
+matrix, seeds 1 and 2 (the 100-D column seed 1 only), is in the slow tier: 546 runs, 17 minutes on PyMC 6 and 19
+on PyMC 5 on one core (measured with ``benchmarks/hazards.py``, which runs the same cells; the quick tier's 18
+runs take 20 s).
+A new method adds a row to ``ROWS`` (and its options), a new hazard a column to :mod:`pmz.systems.hazards`.
+"""
+
+import pytest
+
+from pmz.hazard_matrix import ROWS, applies, run_cell
+from pmz.systems.hazards import hazard_names
+
+pytestmark = pytest.mark.usefixtures("quiet_pymc")
+
+SE_CAP = 0.2
+SEEDS = (1, 2)
+ONE_SEED = {"high_dimension"}  # columns whose runs take 3-30 s each: seed 1 only
+
+MUST_ANSWER = {
+    "baseline": set(ROWS),
+    "flat": set(ROWS) - {"ti", "ti_rb"},
+    "peaked": {"auto", "bar", "smc"},
+    "zero_region": {"auto", "bar", "rts", "smc"},
+    "bimodal_symmetric": {"auto", "bar", "rts", "smc", "wang_landau"},
+    "bimodal_asymmetric": {"auto", "bar", "rts", "smc"},
+    "funnel": {"auto", "smc"},
+    "discrete_small": {"auto", "bar", "rts", "smc"},
+    "discrete_large": {"auto"},
+    "far_tail_data": {"auto"},
+    "heavy_tails": {"auto", "bar", "smc"},
+    "high_dimension": {"auto", "bridge"},
+    "draws_miss_mode": {"bar"},
+}
+"""Cells that must be answered: the baseline, and per hazard the methods that answered it on both stacks with
+seeds 1-2 and on PyMC 6 with seeds 3-5 as well (rts on the peaked likelihood answered on seeds 1, 2 and 4 but was
+flagged for its level marginal, 0.011-0.018 against 0.5 / K = 0.0098, on seeds 3 and 5: not held to an answer)."""
+
+
+def _check(method, hazard, seed):
+    cell = run_cell(method, hazard, seed)
+    assert cell.kind in ("answered", "flagged", "error"), cell
+    if method in MUST_ANSWER.get(hazard, ()):
+        assert cell.kind == "answered", cell
+        assert cell.log_z_se < SE_CAP, cell
+
+
+@pytest.mark.parametrize("method", ROWS)
+def test_every_method_answers_the_baseline(method):
+    _check(method, "baseline", 1)
+
+
+CELLS = [
+    pytest.param(method, hazard, seed, id=f"{method}-{hazard}-{seed}")
+    for hazard in hazard_names()
+    for seed in (SEEDS[:1] if hazard in ONE_SEED else SEEDS)
+    for method in ROWS
+    if applies(method, hazard) and not (hazard == "baseline" and seed == 1)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, hazard, seed", CELLS)
+def test_hazard_matrix(method, hazard, seed):
+    _check(method, hazard, seed)
