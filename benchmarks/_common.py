@@ -274,12 +274,14 @@ def run_key(r: dict) -> tuple:
     return r["model"], r["tool"], r["method"], int(r["seed"]), r["pymc"]
 
 
-def load_cache(path: Path) -> dict[tuple, dict]:
-    """The runs of a JSONL cache by :func:`run_key`; a later line for the same key replaces an earlier one."""
+def load_cache(path: Path, key: Callable[[dict], tuple] | None = None) -> dict[tuple, dict]:
+    """The runs of a JSONL cache by ``key`` (default :func:`run_key`); a later line for the same key replaces an
+    earlier one."""
+    key = run_key if key is None else key
     runs = {}
     if path.exists():
         for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
-                runs[run_key(r)] = r  # a later line for the same key replaces an earlier one
+                runs[key(r)] = r  # a later line for the same key replaces an earlier one
     return runs

@@ -25,7 +25,7 @@ from pathlib import Path
 
 warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
 
-from _common import update_doc  # noqa: E402
+from _common import load_cache, update_doc  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "results" / "hazards.jsonl"
@@ -40,13 +40,7 @@ def _key(row: dict) -> tuple:
 
 def load(cache: Path) -> list[dict]:
     """The cells of the cache; a later line for the same method, hazard, seed and PyMC replaces an earlier one."""
-    rows = {}
-    if cache.exists():
-        for line in cache.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                rows[_key(row)] = row
-    return list(rows.values())
+    return list(load_cache(cache, key=_key).values())
 
 
 def run(rows, columns, seeds, cache: Path) -> None:

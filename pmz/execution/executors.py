@@ -279,6 +279,11 @@ class ChunkRunner:
         """Whether some chunks did not finish (the run was interrupted)."""
         return self.n_done < self.n_tasks
 
+    def whole_here(self, n_chunks: int) -> bool:
+        """Whether the run is one chunk in this process without a checkpoint: no finished chunk could be kept on
+        Ctrl-C, so a runner function that can keep its finished part (SMC's runs, tempering's sweeps) should."""
+        return self.executor is None and self.checkpoint is None and int(n_chunks) == 1
+
     def own_bar(self, n_chunks: int) -> bool:
         """Whether a run of ``n_chunks`` chunks shows the runner function's own progress bar (one chunk run here:
         the bar of the algorithm itself, e.g. AIS's temperatures) instead of this runner's bar over chunks."""

@@ -82,9 +82,8 @@ def _runs(sequence, settings, options, run_rng, target, chunks, method, until=No
         Task(f"runs-{c:04d}", dict(streams=streams[offsets[c] : offsets[c + 1]], first_run=int(offsets[c])), float(m))
         for c, m in enumerate(sizes)
     ]
-    whole_here = n_chunks == 1 and chunks.executor is None and chunks.checkpoint is None  # no chunks to keep
     context = dict(sequence=sequence, settings=settings, keep_particles=options.keep_particles,
-                   progressbar=chunks.own_bar(n_chunks), until=until, keep_on_interrupt=whole_here)
+                   progressbar=chunks.own_bar(n_chunks), until=until, keep_on_interrupt=chunks.whole_here(n_chunks))
     done = chunks.run(smc_runs, target, context, tasks, desc=method.upper())
     records = [done[t.key] for t in tasks if t.key in done]
     if not records:

@@ -139,10 +139,9 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     )
     chunks = local_runner(progressbar) if chunks is None else chunks
     n_chunks = chunks.count(options.n_chunks, options.n_chains)
-    whole_here = n_chunks == 1 and chunks.executor is None and chunks.checkpoint is None  # no chunks to keep
     context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=chunks.own_bar(n_chunks),
                    **long_run, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp,
-                   keep_on_interrupt=whole_here)
+                   keep_on_interrupt=chunks.whole_here(n_chunks))
     trace = _long_run(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
     tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
     if "interrupted" in trace.tuning:  # Ctrl-C during the long run: the finished sweeps (pmz.evidence says so)

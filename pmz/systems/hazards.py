@@ -299,6 +299,7 @@ def _shifted_draws(seed: int) -> xr.Dataset:
 def _hazards() -> dict[str, Hazard]:
     sym, asym = ((0.5, 0.5), (1.0, 1.0)), (ASYMMETRIC_WEIGHTS, ASYMMETRIC_SDS)
     log_z_sym = _log_integral(_bimodal_log_joint(*sym), -60.0, 60.0)
+    log_z_funnel = _funnel_log_z()
     rows = [
         Hazard("baseline", "conjugate normal mean, 20 observations", _conjugate("baseline"), _known("baseline").log_z),
         Hazard("peaked", "one observation with noise sd 1e-4", lambda: _one_normal(Y_PEAKED, SD_PEAKED),
@@ -311,7 +312,7 @@ def _hazards() -> dict[str, Hazard]:
         Hazard("bimodal_symmetric", "two mirror modes at +-4.5", _bimodal(*sym), log_z_sym),
         Hazard("bimodal_asymmetric", "two modes of unequal mass and width", _bimodal(*asym),
                _log_integral(_bimodal_log_joint(*asym), -60.0, 60.0)),
-        Hazard("funnel", "Neal's funnel, 5 dimensions, weak data", _funnel, _funnel_log_z()),
+        Hazard("funnel", "Neal's funnel, 5 dimensions, weak data", _funnel, log_z_funnel),
         Hazard("discrete_small", "k ~ Binomial(5, 0.3) beside a continuous mean", _discrete_small,
                _discrete_small_log_z()),
         Hazard("discrete_large", "k ~ Poisson(1000) observed at 1100", _discrete_large, _discrete_large_log_z()),
@@ -325,7 +326,7 @@ def _hazards() -> dict[str, Hazard]:
         Hazard("draws_other_model", "posterior= draws shifted by 3 posterior sd", _conjugate("baseline"),
                _known("baseline").log_z, draws=_shifted_draws),
         Hazard("draws_divergent", "posterior= draws of pm.sample on the funnel, with divergences", _funnel,
-               _funnel_log_z(), draws=_funnel_nuts_draws),
+               log_z_funnel, draws=_funnel_nuts_draws),
         Hazard("tiny_budget", "10-coefficient regression, tiny budgets", _conjugate("tiny_budget"),
                _known("tiny_budget").log_z, tiny=True),
     ]
