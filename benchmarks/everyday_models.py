@@ -90,6 +90,8 @@ from auto_models import (  # noqa: E402
 )
 from pymc.gp.util import JITTER_DEFAULT  # noqa: E402
 
+from pmz.systems.state_space import ar1_kalman_log_likelihood  # noqa: E402
+
 __all__ = ["EVERYDAY", "SCALED_SIZES", "BenchmarkModel", "scaled"]
 
 CACHE = Path(__file__).resolve().parent / "results" / "everyday_truths.json"
@@ -492,32 +494,13 @@ def _ar1_logjoint_fn(T: int):
     return logjoint
 
 
-def _ar1_kalman_loglik(y, state_var, obs_var, rho):
-    """log p(y | variances) of x_0 ~ N(0, q / (1 - rho^2)), x_t = rho x_{t-1} + N(0, q), y_t = x_t + N(0, r)."""
-    q, r = np.broadcast_arrays(np.asarray(state_var, float), np.asarray(obs_var, float))
-    a = np.zeros(q.shape)
-    p = q / (1 - rho**2)
-    ll = np.full(q.shape, -0.5 * LOG_2PI * len(y))
-    for t, yt in enumerate(y):
-        if t:
-            a *= rho
-            p = rho * rho * p + q
-        f = p + r
-        v = yt - a
-        ll -= 0.5 * (np.log(f) + v * v / f)
-        k = p / f
-        a += k * v
-        p = p * r / f
-    return ll
-
-
 def _ar1_logf_fn(T: int):
     y = _ar1_data(T)
 
     def logf(u, v):
         s, o = np.exp(u), np.exp(v)
         return (_log_halfnormal(s, AR1["prior_sd"]) + u + _log_halfnormal(o, AR1["prior_sd"]) + v
-                + _ar1_kalman_loglik(y, s**2, o**2, AR1["rho"]))
+                + ar1_kalman_log_likelihood(y, s**2, o**2, AR1["rho"]))
 
     return logf
 

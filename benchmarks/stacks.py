@@ -770,7 +770,7 @@ def write_part(part: str, make_body) -> None:
     _CURRENT_NOTES.update(notes)
     texts[part] = make_body().strip("\n")
     intro = (
-        f"Measured with `benchmarks/stacks.py` run with this stack's interpreter (the other stack has its own "
+        "Measured with `benchmarks/stacks.py` run with this stack's interpreter (the other stack has its own "
         "section); one subsection per `--part`, each with its own command, date and versions. See the script's "
         "docstring for exactly what is timed."
     )

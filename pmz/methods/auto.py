@@ -9,6 +9,9 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    :data:`pmz.model.discrete_sum.MAX_CONFIGURATIONS` values are summed out exactly (:mod:`pmz.model.discrete_sum`,
    log Z unchanged) and every step below runs on the summed model; their posterior draws come from the exact
    conditionals. Larger or unbounded supports go to the tempered route (step 7).
+0b. **Gaussian latents.** Where the density is quadratic in the untransformed continuous variables given at most
+   six hyperparameter coordinates, they are integrated out exactly and the hyperparameters by importance sampling:
+   the **latent route** (:mod:`pmz.methods.auto_latent`; ``latent=False`` skips it). No chain runs.
 1. **Posterior draws.** ``n_chains`` HMC chains moved together with cross-chain warm-up
    (:mod:`pmz.runners.posterior_hmc`), half of them started at exact prior draws and half at PyMC's initial
    point with jitter; or the user's own ``pm.sample`` result (``posterior=idata``).
@@ -70,6 +73,7 @@ from ..records import EvidenceEstimate
 from ..execution.executors import local_runner
 from ..runners.starts import divergences_reason
 from .chain_groups import ChainChunks, wall_until
+from .auto_latent import latent_route
 from .auto_chains import (
     N_SEARCH,
     NEGLIGIBLE_MASS,
@@ -219,6 +223,14 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             bar_.n = int(100 * min(fraction, 1.0))
             bar_.refresh()
 
+        if options.latent and options.posterior is None and target is full_target:
+            record, why_not = latent_route(target, options, rng, clock, progress, prior)  # spawns only if it applies
+            if record is not None:
+                clock.mark("latent Gaussian integrated out" + ("; importance sampling over the hyperparameters"
+                                                               if "is_a" in record.estimates else ", exactly"))
+                return _noted(record, clock, 0, options.n_chains, target)
+            if why_not:
+                clock.mark(f"latent route not taken: {why_not}")
         if options.posterior is not None:
             draws = draws_from_posterior(target, options.posterior)
         else:
@@ -392,17 +404,17 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         first, second = ests["path_a"], ests["path_b"]
         log_z, se = ests["path"].log_z, ests["path"].log_z_se  # the halves' mean and its se
         names = ["path_a", "path_b"]
-    elif record.primary == "is_modes":  # the modes route by importance sampling: the pool and its two halves
+    elif record.primary in ("is_modes", "is_latent"):  # importance sampling: the pool and its two halves
         first, second = ests["is_a"], ests["is_b"]
-        log_z, se = ests["is_modes"].log_z, ests["is_modes"].log_z_se
+        log_z, se = ests[record.primary].log_z, ests[record.primary].log_z_se
         names = ["is_a", "is_b"]
     else:
-        name = record.primary  # "smc_modes" or "smc"
+        name = record.primary  # "smc_modes", "smc" or "latent" (exact)
         first = ests[name]
         log_z, se, second, names = first.log_z, first.log_z_se, None, [name]
     used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path_a", "path_b"),
             "modes": ("is_modes", "is_a", "is_b") if record.primary == "is_modes" else ("smc_modes",),
-            "tempered": ("smc",)}
+            "tempered": ("smc",), "latent": (record.primary, "is_a", "is_b") if "is_a" in ests else ("latent",)}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
     if record.unreliable:
         reasons.append(record.unreliable)

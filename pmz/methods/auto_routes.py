@@ -58,7 +58,7 @@ class AutoRecord:
     Attributes
     ----------
     route : str
-        ``"sum"``, ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
+        ``"sum"``, ``"latent"``, ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
     reason : str
         One line: why this route.
     estimates : dict name -> EvidenceEstimate

@@ -12,6 +12,8 @@
   ``partition_of`` says which of its two partitions a state is in);
 * a 50-dimensional hierarchical normal model with known variances and exact log evidence
   (``hierarchical_normal``);
+* an AR(1) state-space model with two unknown scales, exact log evidence by the Kalman filter and quadrature
+  (``ar1_state_space``);
 * probit GP classification on two digit classes of scikit-learn's digits (``gp_classification``,
   ``digits_gp_problem``): exact evidence (an orthant probability) for up to 12 points, EP beyond;
 * a deep Boltzmann machine with two hidden layers (``dbm_tiny``, ``random_dbm``): exact log Z by enumeration.
@@ -33,6 +35,7 @@ from .gaussian_toy import GAUSSIAN_TOY_LOG_Z, gaussian_toy_works
 from ..gp.classification import digits_gp_problem, gp_classification, load_digits_gp, probit_gp_model
 from ..gp.probit_evidence import probit_log_evidence_ep, probit_log_evidence_exact, probit_log_evidence_laplace
 from .hierarchical import hierarchical_normal, hierarchical_normal_log_evidence
+from .state_space import ar1_log_evidence, ar1_state_space
 from ..boltzmann.ising import ising
 from .mixture import gaussian_mixture
 from ..boltzmann.potts import potts
@@ -63,6 +66,8 @@ __all__ = [
     "correlated_gaussian",
     "hierarchical_normal",
     "hierarchical_normal_log_evidence",
+    "ar1_state_space",
+    "ar1_log_evidence",
     "gp_classification",
     "digits_gp_problem",
     "load_digits_gp",
