@@ -184,7 +184,7 @@ def summarize(cache: dict, names, seeds, pymc_version: str) -> list[dict]:
             row[f"time_{tool}"] = float(np.mean([r["wall"] for r in rs])) if rs else math.nan
             if tool in ("pmz", "nuts_bridge") and ok:
                 se = np.array([r["se"] for r in ok])
-                row[f"coverage_{tool}"] = float(np.mean(np.abs(err) <= 1.96 * se))
+                row[f"coverage_{tool}"] = float(np.mean(np.abs(err) <= 1.96 * se + 1e-9))  # se 0: exact
                 rel = [abs(e) / s for r, e, s in zip(ok, err, se) if r["reliable"] and s > 0]
                 row[f"max_z_{tool}"] = max(rel) if rel else math.nan
                 row[f"unreliable_{tool}"] = float(np.mean([r["reliable"] is False for r in ok]))

@@ -480,7 +480,7 @@ class AutoDiagnostics(Diagnostics):
 
     Attributes
     ----------
-    route : {"sum", "latent", "bridge", "path", "modes", "tempered"} or None
+    route : {"sum", "latent", "importance", "bridge", "path", "modes", "tempered"} or None
         The route that gave the estimate.
     route_reason : str or None
         One line: why this route.

@@ -9,9 +9,11 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
    :data:`pmz.model.discrete_sum.MAX_CONFIGURATIONS` values are summed out exactly (:mod:`pmz.model.discrete_sum`,
    log Z unchanged) and every step below runs on the summed model; their posterior draws come from the exact
    conditionals. Larger or unbounded supports go to the tempered route (step 7).
-0b. **Gaussian latents.** Where the density is quadratic in the untransformed continuous variables given at most
-   six hyperparameter coordinates, they are integrated out exactly and the hyperparameters by importance sampling:
-   the **latent route** (:mod:`pmz.methods.auto_latent`; ``latent=False`` skips it). No chain runs.
+0b. **Gaussian latents, or few coordinates.** Where the density is quadratic in the untransformed continuous
+   variables given at most six hyperparameter coordinates, they are integrated out exactly and the hyperparameters
+   by importance sampling: the **latent route**; a model of at most six coordinates is importance sampled from a
+   Student-t at its peak: the **importance route** (:mod:`pmz.methods.auto_latent`; ``latent=False`` skips both).
+   No chain runs.
 1. **Posterior draws.** ``n_chains`` HMC chains moved together with cross-chain warm-up
    (:mod:`pmz.runners.posterior_hmc`), half of them started at exact prior draws and half at PyMC's initial
    point with jitter; or the user's own ``pm.sample`` result (``posterior=idata``).
@@ -224,13 +226,15 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
             bar_.refresh()
 
         if options.latent and options.posterior is None and target is full_target:
-            record, why_not = latent_route(target, options, rng, clock, progress, prior)  # spawns only if it applies
+            record, why_not = latent_route(target, options, rng, clock, progress)  # spawns only if it applies
             if record is not None:
-                clock.mark("latent Gaussian integrated out" + ("; importance sampling over the hyperparameters"
-                                                               if "is_a" in record.estimates else ", exactly"))
+                clock.mark({"importance": "importance sampling from the posterior's peak",
+                            "latent": "latent Gaussian integrated out" + (
+                                "; importance sampling over the hyperparameters" if "is_a" in record.estimates
+                                else ", exactly")}[record.route])
                 return _noted(record, clock, 0, options.n_chains, target)
             if why_not:
-                clock.mark(f"latent route not taken: {why_not}")
+                clock.mark(f"latent / importance route not taken: {why_not}")
         if options.posterior is not None:
             draws = draws_from_posterior(target, options.posterior)
         else:
@@ -404,7 +408,7 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         first, second = ests["path_a"], ests["path_b"]
         log_z, se = ests["path"].log_z, ests["path"].log_z_se  # the halves' mean and its se
         names = ["path_a", "path_b"]
-    elif record.primary in ("is_modes", "is_latent"):  # importance sampling: the pool and its two halves
+    elif record.primary in ("is_modes", "is_latent", "is_laplace"):  # importance sampling: the pool and halves
         first, second = ests["is_a"], ests["is_b"]
         log_z, se = ests[record.primary].log_z, ests[record.primary].log_z_se
         names = ["is_a", "is_b"]
@@ -414,7 +418,8 @@ def estimate_auto(record: AutoRecord, options, rng) -> EvidenceEstimate:
         log_z, se, second, names = first.log_z, first.log_z_se, None, [name]
     used = {"sum": ("sum",), "bridge": ("bridge_a", "bridge_b"), "path": ("path_a", "path_b"),
             "modes": ("is_modes", "is_a", "is_b") if record.primary == "is_modes" else ("smc_modes",),
-            "tempered": ("smc",), "latent": (record.primary, "is_a", "is_b") if "is_a" in ests else ("latent",)}
+            "tempered": ("smc",), "latent": (record.primary, "is_a", "is_b") if "is_a" in ests else ("latent",),
+            "importance": (record.primary, "is_a", "is_b")}
     reasons = [f"{name}: {ests[name].reliability_reason}" for name in used[record.route] if not ests[name].reliable]
     if record.unreliable:
         reasons.append(record.unreliable)

@@ -58,7 +58,7 @@ class AutoRecord:
     Attributes
     ----------
     route : str
-        ``"sum"``, ``"latent"``, ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
+        ``"sum"``, ``"latent"``, ``"importance"``, ``"bridge"``, ``"path"``, ``"modes"`` or ``"tempered"``.
     reason : str
         One line: why this route.
     estimates : dict name -> EvidenceEstimate

@@ -479,9 +479,10 @@ class AutoOptions(CommonOptions):
     (pmz.methods.auto)."""
 
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
-    latent: bool = option(True, "integrate Gaussian latent variables out exactly where the density is quadratic in "
-                                "the untransformed ones given at most 6 hyperparameter coordinates (the latent "
-                                "route; False: the chains and the bridge instead)", boolean)
+    latent: bool = option(True, "before any chain: integrate Gaussian latent variables out exactly where the "
+                                "density is quadratic in the untransformed ones given at most 6 other coordinates "
+                                "(the latent route), or importance sample a model of at most 6 coordinates from a "
+                                "Student-t at its peak (the importance route); False: the chains first", boolean)
     n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)
     n_draws: object = option(None, "draws per chain in the first pass (None: enough for a Gaussian reference in "
                                     "this dimension, 5 d^2 per half of the chains, between 50 and 125)",

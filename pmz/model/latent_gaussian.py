@@ -54,10 +54,11 @@ class LatentSplit:
 
 
 def latent_split(target) -> LatentSplit | None:
-    """The untransformed continuous free variables as latents, the rest as hyperparameters; None when the model
-    is not a PyMC model, has discrete variables, fewer than :data:`MIN_LATENT` latent or more than
-    :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is quadratic in the latents is checked by
-    :class:`ConditionalGaussian` at every hyperparameter value, not here."""
+    """The untransformed continuous free variables as latents, the rest as hyperparameters; every coordinate a
+    hyperparameter (no latents) where the model has at most :data:`MAX_HYPER` coordinates and fewer than
+    :data:`MIN_LATENT` latent ones; None when the model is not a PyMC model, has discrete variables, or else fewer
+    than :data:`MIN_LATENT` latent or more than :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
+    quadratic in the latents is checked by :class:`ConditionalGaussian` at every hyperparameter value, not here."""
     model = getattr(target, "model", None)
     layout = getattr(target, "layout", None)
     if getattr(target, "kind", None) != "pymc" or model is None or layout is None or layout.discrete_mask.any():
@@ -72,6 +73,9 @@ def latent_split(target) -> LatentSplit | None:
         else:
             hyper += idx
             hyper_names.append(block.rv_name)
+    if layout.dim <= MAX_HYPER and len(latent) < MIN_LATENT:  # few coordinates: importance sampling over all
+        names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
+        return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
     if len(latent) < MIN_LATENT or len(hyper) > MAX_HYPER:
         return None
     return LatentSplit(np.array(hyper, dtype=int), np.array(latent, dtype=int), tuple(hyper_names),
@@ -121,6 +125,8 @@ class ConditionalGaussian:
         chance at one is seen at another; a missed entry makes the certificate fail, not the answer wrong."""
         self.structure = DensePrecision(self.m)
         out, H = self._evaluate_batch(np.asarray(thetas, float), rng, 1, keep_hessian=True)
+        if H is None:
+            return out
         finite = np.array([np.isfinite(h).all() for h in H])
         if finite.any():
             self.structure = structure_from_pattern(np.any(np.stack(H)[finite] != 0.0, axis=0))
@@ -151,6 +157,13 @@ class ConditionalGaussian:
     def _evaluate_batch(self, thetas, rng, n_each, keep_hessian=False):
         B, m = len(thetas), self.m
         self.n_evaluations += B
+        if m == 0:  # nothing to integrate: the log density itself (values only, no gradient)
+            X = self._points(thetas, np.zeros((B, 0)))
+            lp, ll = self.target.log_densities(X)
+            with np.errstate(invalid="ignore"):
+                f = np.asarray(lp + ll, dtype=float)
+            draw = np.repeat(X[:, None], n_each, axis=1)
+            return Conditional(np.where(np.isnan(f), -np.inf, f), draw, ""), None
         structure = self.structure
         steps = structure.steps()
         latent = (self.x0 + steps)[None].repeat(B, 0).reshape(B * len(steps), m)

@@ -303,7 +303,7 @@ def test_default_chunks_with_an_executor(system, client):
 # --------------------------------------------------------------------------
 
 CHAIN_RUNS = {  # small runs; auto's chains in 2 groups, bridge's pm.sample chains one per group
-    "auto": dict(n_chains=8, n_chunks=2),
+    "auto": dict(n_chains=8, n_chunks=2, latent=False),  # the chains (the importance route needs no executor)
     "bridge": dict(n_chains=2, n_draws=400, nuts_tune=300, n_chunks=2),
 }
 
@@ -360,7 +360,7 @@ def test_auto_routes_after_the_chains_on_an_executor(route):
     the same groups of chains here, within 4 se (+0.02) of the exact log Z."""
     if route == "path":
         system = pmz.systems.nig_regression()
-        model, truth, extra = system.model, system.log_z, dict(max_khat=0.05, n_chains=8)
+        model, truth, extra = system.model, system.log_z, dict(max_khat=0.05, n_chains=8, latent=False)
     else:
         import pymc as pm
         from scipy import stats

@@ -39,7 +39,7 @@ def _evidence(model, seed, **options):
 def test_auto_is_the_default_and_matches_closed_form(system):
     res = pmz.evidence(system.model, random_seed=3, progressbar=False)
     assert res.method == "auto"
-    assert res["evidence"].attrs["route"] in ("bridge", "path")
+    assert res["evidence"].attrs["route"] in ("importance", "bridge", "path")  # importance: at most 6 coordinates
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
     assert res.log_z_se < 0.05
 
@@ -53,7 +53,7 @@ def test_auto_hierarchical_50_dimensions():
 
 def test_auto_two_independent_estimates_listed():
     system = conjugate.linear_regression()
-    res = _evidence(system.model, 1)
+    res = _evidence(system.model, 1, latent=False)  # the chains and the bridge (not the importance route)
     ev = res["evidence"]
     assert list(ev.attrs["independent_estimates"].strip("[]").replace('"', "").split(", ")) == ["bridge_a", "bridge_b"]
     (first, se_first), (second, se_second) = res.estimates.loc[["bridge_a", "bridge_b"]].values
@@ -162,7 +162,7 @@ def test_modes_route_on_chains_that_only_mix_slowly():
     """Forced (max_rhat below any R-hat): chains in one mode that merely look unmixed go to the modes route with
     one or more components over that mode; the answer is still right within 4 se (+0.01), with a small se."""
     truth = conjugate.normal_mean()
-    res = _evidence(truth.model, 3, max_rhat=1e-9)
+    res = _evidence(truth.model, 3, max_rhat=1e-9, latent=False)
     assert res["evidence"].attrs["route"] == "modes"
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + TOL
     assert res.log_z_se < 0.05
@@ -193,7 +193,7 @@ def test_untrusted_chains_name_every_rule_that_fires():
 def test_route_path_when_the_reference_tails_are_too_light():
     """A skewed posterior (log sd of three observations) with a strict k-hat limit: the path route runs."""
     system = conjugate.nig_regression()
-    res = _evidence(system.model, 2, max_khat=0.05)
+    res = _evidence(system.model, 2, max_khat=0.05, latent=False)
     ev = res["evidence"]
     assert ev.attrs["route"] == "path"
     assert "k-hat" in ev.attrs["route_reason"] or "overlap" in ev.attrs["route_reason"]
@@ -358,7 +358,7 @@ def test_max_time_cuts_the_warm_up_and_flags_the_result():
     """A budget spent during the warm-up: the warm-up ends early (a short final step-size window), at least 10
     draws, no further route, and the result says it cannot be trusted and why."""
     system = conjugate.linear_regression()
-    res = _evidence(system.model, 0, max_time=1e-3, target_se=1e-6)
+    res = _evidence(system.model, 0, max_time=1e-3, target_se=1e-6, latent=False)
     assert np.isfinite(res.log_z) and res.log_z_se > 0
     assert res["evidence"].attrs["route"] == "bridge"  # no path or tempered route once the time is spent
     assert 10 <= int(res["evidence"]["n_draws"]) < 125
@@ -471,7 +471,7 @@ def test_path_route_doubles_its_paths_until_the_target_se(target_se):
     from pmz.methods.auto_routes import N_PATHS_FIRST, N_PATHS_MAX
 
     system = conjugate.nig_regression()
-    res = _evidence(system.model, 2, max_khat=0.05, target_se=target_se)
+    res = _evidence(system.model, 2, max_khat=0.05, target_se=target_se, latent=False)
     assert res["evidence"].attrs["route"] == "path"
     n_paths = res["work"]["work_forward"].size  # the first half's paths (the result's work group)
     expected = N_PATHS_FIRST if target_se > 1 else N_PATHS_MAX
@@ -538,6 +538,8 @@ def test_posterior_group_holds_the_model_variables():
     assert post["b"].dims == ("chain", "draw", "k") and list(post["k"].values) == ["a", "b", "c"]
     if res["evidence"].attrs["route"] == "tempered":  # one chain per SMC run
         assert post.sizes["chain"] == 4 and post.sizes["draw"] == 1000
+    elif res["evidence"].attrs["route"] in ("importance", "latent"):  # a quarter of the weighted draws each
+        assert post.sizes["chain"] == 4 and 256 <= post.sizes["draw"] <= 1000
     else:
         assert post.sizes["chain"] == 32 and post.sizes["draw"] >= FIRST_DRAWS
     np.testing.assert_allclose(post["b2"].values, 2 * post["b"].values)
@@ -607,7 +609,7 @@ def test_chains_stuck_in_a_mode_of_negligible_mass_are_dropped():
         right = pm.logp(pm.Normal.dist(3.0, 0.1), x)
         left = pm.logp(pm.Normal.dist(-3.0, 0.1), x) - 300.0
         pm.Potential("bumps", pm.math.logaddexp(left, right) - pm.logp(pm.Normal.dist(0.0, 10.0), x))
-    res = _evidence(model, 5)
+    res = _evidence(model, 5, latent=False)  # the chains (the importance route climbs to the main peak at once)
     ev = res["evidence"]
     assert ev.attrs["route"] in ("bridge", "path"), ev.attrs["route_reason"]
     assert int(ev["dropped_chains"]) >= 1

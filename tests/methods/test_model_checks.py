@@ -380,7 +380,7 @@ def test_auto_flags_posterior_draws_of_another_model(normal_mean):
 
 
 SHORT_RUNS = {
-    "auto": {},
+    "auto": {"latent": False},  # the chains' loops (the importance route takes fewer than 25 calls here)
     "ais": {"n_paths": 64, "n_temps": 60},
     "bar": {"n_paths": 64, "n_temps": 60},
     "raise": {"n_paths": 64, "n_temps": 60},

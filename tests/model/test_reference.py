@@ -209,3 +209,32 @@ def test_gaussian_reference_validation():
         GaussianReference(np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
     one = GaussianReference([0.5], 4.0)  # a scalar covariance for one dimension
     np.testing.assert_allclose(one.log_density(np.array([[0.5]])), stats.norm(0.5, 2.0).logpdf(0.5))
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_truncated_student_t_is_normalised_and_drawn_inside(dim):
+    """The Cauchy cut at 3 scales (the latent and importance routes' defensive component): its density integrates
+    to one (quadrature in 1-D, a grid in 2-D), it is -inf outside the ellipsoid, and the share of its draws within
+    half the radius is the Student-t's, renormalised (r^2 / d ~ F(d, df)), within 4 binomial se."""
+    from scipy import integrate
+
+    from pmz.model.reference import TruncatedStudentTReference
+
+    mean, cov = np.full(dim, 0.5), np.diag(np.arange(1.0, dim + 1.0) * 4.0)
+    q = TruncatedStudentTReference(mean, cov, df=1.0, radius=3.0)
+    if dim == 1:
+        total, _ = integrate.quad(lambda x: np.exp(q.log_density(np.array([[x]])))[0], -6.0, 7.0, points=[-5.5, 6.5],
+                                  limit=400)
+    else:
+        u = np.linspace(-6.0, 7.0, 1301)
+        v = np.linspace(-10.0, 11.0, 2101)
+        grid = np.stack(np.meshgrid(u, v, indexing="ij"), -1).reshape(-1, 2)
+        total = np.exp(q.log_density(grid)).sum() * (u[1] - u[0]) * (v[1] - v[0])
+    assert total == pytest.approx(1.0, abs=2e-3)
+    outside = mean + 3.01 * np.sqrt(np.diag(cov))[None] * np.eye(dim)[:1]
+    assert np.isneginf(q.log_density(outside)).all()
+    X = q.sample(np.random.default_rng(0), 40000)
+    r2 = np.sum((X - mean) ** 2 / np.diag(cov), axis=1)
+    assert r2.max() <= 9.0
+    share = stats.f.cdf(1.5**2 / dim, dim, 1.0) / stats.f.cdf(3.0**2 / dim, dim, 1.0)
+    assert abs(np.mean(r2 <= 1.5**2) - share) < 4 * np.sqrt(share * (1 - share) / X.shape[0])
