@@ -236,3 +236,14 @@ def test_cauchy_tails_are_served_by_the_defensive_component(seed):
     res = _evidence(model, seed)
     assert res["evidence"].attrs["route"] == "importance"
     assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL and res.log_z_se < 0.03
+
+
+@pytest.mark.parametrize("system_name", ["nig_regression", "ar1"])
+def test_max_time_spent_flags_the_route(system_name):
+    """A budget spent before the search for a second peak: no search, a small pilot, an estimate that is still
+    finite with its se, and a result flagged unreliable that says why (importance and latent routes)."""
+    system = systems.nig_regression() if system_name == "nig_regression" else ar1_state_space(T=60)
+    res = _evidence(system.model, 0, max_time=1e-3)
+    assert res["evidence"].attrs["route"] in ("importance", "latent")
+    assert np.isfinite(res.log_z) and res.log_z_se > 0
+    assert not res.reliable and "max_time was spent" in res.reliability_reason
