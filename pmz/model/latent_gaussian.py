@@ -33,10 +33,11 @@ import numpy as np
 
 from .precision import DensePrecision, structure_from_pattern
 
-__all__ = ["LatentSplit", "ConditionalGaussian", "latent_split", "MIN_LATENT", "MAX_HYPER"]
+__all__ = ["LatentSplit", "ConditionalGaussian", "latent_split", "MIN_LATENT", "MAX_LATENT", "MAX_HYPER"]
 
 MIN_LATENT = 32  # latent coordinates worth integrating out (below this the chains and bridge are cheap already)
 MAX_HYPER = 6  # hyperparameter coordinates importance sampling integrates well
+MAX_LATENT = 4000  # the first, dense probe of P holds (m + 1) x dim gradient entries: 128 MB at this size
 ROUNDOFF = 1e-7  # relative tolerance of the quadratic's gradient identities (to the gradient's scale) ...
 VALUE_ROUNDOFF = 1e-9  # ... and of its value identity (to |f|: 1e-5 nats at |f| = 10^4)
 _MAX_STORED = 1 << 23  # numbers per batched call (64 MB per array)
@@ -57,8 +58,9 @@ def latent_split(target) -> LatentSplit | None:
     """The untransformed continuous free variables as latents, the rest as hyperparameters; every coordinate a
     hyperparameter (no latents) where the model has at most :data:`MAX_HYPER` coordinates and fewer than
     :data:`MIN_LATENT` latent ones; None when the model is not a PyMC model, has discrete variables, or else fewer
-    than :data:`MIN_LATENT` latent or more than :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
-    quadratic in the latents is checked by :class:`ConditionalGaussian` at every hyperparameter value, not here."""
+    than :data:`MIN_LATENT` or more than :data:`MAX_LATENT` latent or more than :data:`MAX_HYPER` hyperparameter
+    coordinates. Whether ``f`` is quadratic in the latents is checked by :class:`ConditionalGaussian` at every
+    hyperparameter value, not here."""
     model = getattr(target, "model", None)
     layout = getattr(target, "layout", None)
     if getattr(target, "kind", None) != "pymc" or model is None or layout is None or layout.discrete_mask.any():
@@ -76,7 +78,7 @@ def latent_split(target) -> LatentSplit | None:
     if layout.dim <= MAX_HYPER and len(latent) < MIN_LATENT:  # few coordinates: importance sampling over all
         names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
         return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
-    if len(latent) < MIN_LATENT or len(hyper) > MAX_HYPER:
+    if not MIN_LATENT <= len(latent) <= MAX_LATENT or len(hyper) > MAX_HYPER:
         return None
     return LatentSplit(np.array(hyper, dtype=int), np.array(latent, dtype=int), tuple(hyper_names),
                        tuple(latent_names))

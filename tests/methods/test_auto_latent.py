@@ -247,3 +247,23 @@ def test_max_time_spent_flags_the_route(system_name):
     assert res["evidence"].attrs["route"] in ("importance", "latent")
     assert np.isfinite(res.log_z) and res.log_z_se > 0
     assert not res.reliable and "max_time was spent" in res.reliability_reason
+
+
+def test_the_split_stays_within_its_sizes():
+    """Fewer than MIN_LATENT latents beside more than MAX_HYPER others, or more than MAX_LATENT latents (whose first
+    dense probe would not fit in memory): no latent route, the chains' routes run."""
+    from pmz.model.latent_gaussian import MAX_LATENT, latent_split
+    from pmz.model.pymc import CompiledModel
+
+    with pm.Model() as many:
+        pm.Normal("x", 0.0, 1.0, shape=MAX_LATENT + 1)
+    with pm.Model() as few_latents:
+        pm.HalfNormal("s", 1.0, shape=7)
+        pm.Normal("x", 0.0, 1.0, shape=10)
+    with pm.Model() as small:
+        pm.HalfNormal("s", 1.0)
+        pm.Normal("x", 0.0, 1.0, shape=3)
+    assert latent_split(CompiledModel(many)) is None
+    assert latent_split(CompiledModel(few_latents)) is None
+    split = latent_split(CompiledModel(small))  # 4 coordinates: all of them importance sampled
+    assert split.latent.size == 0 and split.hyper.size == 4
