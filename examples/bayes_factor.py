@@ -58,7 +58,7 @@ def main(out="bayes_factor.png"):
             f"{res.evidence.attrs['route']}; estimates on the way: {parts}; reliable {res.reliable})"
         )
     print()
-    print(pmz.compare(results).round(3).to_string())
+    print(pmz.compare(results))
     bf = pmz.bayes_factor(results["student_t"], results["normal"])
     print(f"\nlog BF(student_t : normal) = {bf.log_bf:.2f} +/- {bf.log_bf_se:.2f}")
 

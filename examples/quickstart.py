@@ -37,11 +37,11 @@ def exact_log_evidence(design):
 exact = exact_log_evidence(X)
 print(res_quadratic)
 print()
-print(f"quadratic model: log Z = {res_quadratic.log_z:.3f} +/- {res_quadratic.log_z_se:.3f}   exact {exact:.3f}")
+print(f"quadratic model: log Z = {res_quadratic.log_z:.4f} +/- {res_quadratic.log_z_se:.2g}   exact {exact:.4f}")
 print(
     f"  error = {res_quadratic.log_z - exact:+.3f} = {(res_quadratic.log_z - exact) / res_quadratic.log_z_se:+.2f} se"
 )
 exact_linear = exact_log_evidence(X[:, :2])
-print(f"linear model:    log Z = {res_linear.log_z:.3f} +/- {res_linear.log_z_se:.3f}   exact {exact_linear:.3f}")
+print(f"linear model:    log Z = {res_linear.log_z:.4f} +/- {res_linear.log_z_se:.2g}   exact {exact_linear:.4f}")
 print()
-print(pmz.compare({"quadratic": res_quadratic, "linear": res_linear}).round(3).to_string())
+print(pmz.compare({"quadratic": res_quadratic, "linear": res_linear}))

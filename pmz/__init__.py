@@ -21,11 +21,15 @@ __version__ = "0.1.0"
 
 from . import boltzmann, estimators, families, gp, methods, runners, systems
 from .api import evidence
+from .calibration import BayesFactorCalibration, calibrate_bayes_factors
+from .calibration_plots import calibration_curve, plot_bayes_factor_calibration
 from .compare import BayesFactor, bayes_factor, compare
 from .model.energy_model import BernoulliBase, EnergyModel, UniformCategorical, UniformSpins
 from .model.pymc import ModelSpecificationError
 from .plots import format_log_z, plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
 from .results import EvidenceResult, load
+from .sensitivity import bayes_factor_sensitivity, prior_sensitivity
+from .sensitivity_plot import plot_prior_sensitivity
 from .step_methods import CAST, GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
 
 __all__ = [
@@ -33,6 +37,11 @@ __all__ = [
     "compare",
     "bayes_factor",
     "BayesFactor",
+    "prior_sensitivity",
+    "bayes_factor_sensitivity",
+    "calibrate_bayes_factors",
+    "BayesFactorCalibration",
+    "calibration_curve",
     "EvidenceResult",
     "load",
     "ModelSpecificationError",
@@ -45,6 +54,8 @@ __all__ = [
     "plot_tempering",
     "plot_schedule",
     "plot_smc",
+    "plot_prior_sensitivity",
+    "plot_bayes_factor_calibration",
     "format_log_z",
     "SimulatedTempering",
     "WangLandau",

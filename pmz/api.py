@@ -22,6 +22,7 @@ from .methods.inputs import pymc_model
 from .methods.options import CommonOptions, option_values, options_table
 from .methods.setup import compiled_model, make_family, make_kernel
 from .model.energy_model import EnergyModel
+from .model.bambi import from_bambi
 from .model.posterior_draws import posterior_dataset
 from .model.target import count_evaluations
 from .registry import DEFAULT_METHOD, METHODS
@@ -66,8 +67,10 @@ def evidence(
 
     Parameters
     ----------
-    model : pymc.Model or pmz.EnergyModel, optional
-        The model; default: the model of the current ``with`` context.
+    model : pymc.Model, bambi.Model or pmz.EnergyModel, optional
+        The model; default: the model of the current ``with`` context. A bambi model is built when it is not, and
+        draws from its ``fit()`` given as ``posterior=`` are mapped onto its PyMC model's own variables
+        (:mod:`pmz.model.bambi`).
     method : str
         ``"auto"`` (default): posterior draws from many HMC chains, cross-fitted bridge sampling from a fitted
         Gaussian, a path from that Gaussian where the overlap is poor, importance sampling or SMC from a mixture
@@ -131,6 +134,7 @@ def evidence(
     """
     if method not in METHODS:
         raise ValueError(f"pmz: unknown method {method!r}; available: {sorted(METHODS)}")
+    model, options = from_bambi(model, options)  # a bambi model: its PyMC model, its fit's draws mapped onto it
     standalone = model is None and isinstance(options.get("sequence", getattr(config, "sequence", None)), SMCSequence)
     energy = standalone or isinstance(model, EnergyModel)
     model = model if energy else pymc_model(model)

@@ -22,7 +22,36 @@ import pandas as pd
 
 from .weights import logsumexp
 
-__all__ = ["BayesFactor", "bayes_factor", "compare"]
+__all__ = ["BayesFactor", "bayes_factor", "compare", "EvidenceTable"]
+
+_FOOTER = ("log_bf: log Bayes factor against the best model; log_z: log marginal likelihood; both in nats, "
+           "with their standard errors (_se)")
+
+
+class EvidenceTable(pd.DataFrame):
+    """:func:`compare`'s table: a ``pandas.DataFrame`` that prints every column (pandas would hide the middle ones
+    in a narrow terminal, ``log_bf`` among them), each se to two significant digits (never a rounded 0.000) and a
+    line that says what the numbers are. Everything else is pandas'."""
+
+    @property
+    def _constructor(self):
+        return EvidenceTable
+
+    def to_text(self) -> str:
+        """The printed form: every column, values to 3 decimals, se to 2 significant digits, and the units."""
+        formatters = {}
+        for column in self.columns:
+            if column.endswith("_se"):
+                formatters[column] = "{:.2g}".format
+            elif column in ("log_z", "log_bf"):
+                formatters[column] = "{:.3f}".format
+            elif column == "probability":
+                formatters[column] = "{:.3g}".format
+        with pd.option_context("display.max_columns", None, "display.width", None):
+            return self.to_string(formatters=formatters) + "\n" + _FOOTER
+
+    def __repr__(self) -> str:
+        return self.to_text() if {"log_z", "log_bf"} <= set(self.columns) else super().__repr__()
 
 
 def _log_z_and_se(result, name: str | None = None) -> tuple[float, float]:
@@ -133,9 +162,9 @@ def compare(results: dict | list, *, prior: dict | list | None = None) -> pd.Dat
 
     Returns
     -------
-    pandas.DataFrame indexed by model name, best first, with columns
-    ``rank``, ``log_z``, ``log_z_se``, ``log_bf`` (log Bayes factor against the best model, <= 0),
-    ``log_bf_se`` (its se; 0 for the best), ``probability`` (posterior model probability), ``method``,
+    EvidenceTable (a pandas.DataFrame that prints every column and its units) indexed by model name, best first,
+    with columns ``rank``, ``log_bf`` (log Bayes factor against the best model, <= 0), ``log_bf_se`` (its se; 0 for
+    the best), ``probability`` (posterior model probability), ``log_z``, ``log_z_se``, ``method``,
     ``reliable`` (the result's verdict; a (log_z, se) pair is reliable when both are finite) and ``warnings``
     (how many warnings the run gave; ``res.warnings`` lists them).
 
@@ -188,13 +217,13 @@ def compare(results: dict | list, *, prior: dict | list | None = None) -> pd.Dat
             UserWarning,
             stacklevel=2,
         )
-    table = pd.DataFrame(
+    table = EvidenceTable(
         {
-            "log_z": log_z,
-            "log_z_se": se,
             "log_bf": log_z - log_z[best],
             "log_bf_se": np.where(np.arange(len(names)) == best, 0.0, np.hypot(se, se[best])),
             "probability": probability,
+            "log_z": log_z,
+            "log_z_se": se,
             "method": [getattr(results[n], "method", "") for n in names],
             "reliable": [verdicts[n][0] for n in names],
             "warnings": [verdicts[n][2] for n in names],

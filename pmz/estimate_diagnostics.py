@@ -226,8 +226,8 @@ class WorkDiagnostics(Diagnostics):
         Pareto k-hat of the forward log weights (auto's bridge halves): above 0.7 the reference's tails are too
         light for importance sampling.
     draws_check, draws_check_se : float or None
-        The test statistic of posterior draws given by the user (:func:`pmz.runners.starts.check_draws`) and its
-        se.
+        The check of posterior draws (:func:`pmz.runners.draws_check.check_draws`): the standardised effect (a Stein
+        identity's deviation, 0 for this model's draws) of largest z over coordinates, and its se.
     """
 
     one_way_side: str | None = _unstored(None)

@@ -677,6 +677,7 @@ def not_finite(ctx: _Context) -> _Finding | None:
 
 
 RULES = (
+    route_flag,  # first: a cause the run names itself (draws of another model, time spent) before its symptoms
     bootstrap_floor,
     bootstrap_excess,
     poor_overlap,
@@ -689,7 +690,6 @@ RULES = (
     cumulant_series,
     work_outliers,
     second_estimate,
-    route_flag,
     smc_spread,
     smc_mixing,
     level_marginal,

@@ -73,6 +73,7 @@ import numpy as np
 from ..estimate_diagnostics import AutoDiagnostics, SMCDiagnostics, WorkDiagnostics
 from ..records import EvidenceEstimate
 from ..execution.executors import local_runner
+from ..runners.draws_check import mismatch_reason
 from ..runners.starts import divergences_reason
 from .chain_groups import ChainChunks, wall_until
 from .auto_latent import latent_route
@@ -314,8 +315,7 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     clock.mark("bridge")
     mismatch = [r.reverse.tuning.get("posterior_mismatch") for r in records.values()] if user_draws else []
     if any(mismatch) and not unreliable:
-        reason = next(filter(None, mismatch))
-        unreliable = f"the draws given as posterior= do not look like this model's posterior: {reason}"
+        unreliable = mismatch_reason(next(filter(None, mismatch)), "posterior")  # names the variable, and advises
     first_draws = draws.n_draws
     while options.posterior is None and clock.left() > draws.seconds * first_draws / draws.n_draws:
         passed = all(bridge_ok(e, options)[0] for e in estimates.values())

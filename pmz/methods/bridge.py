@@ -15,6 +15,7 @@ from ..estimators.bar import bar
 from ..execution.executors import Task
 from ..runners.bridge_sampling import run_bridge
 from ..runners.pooling import split
+from ..model.pymc import ModelSpecificationError
 from ..runners.starts import divergences_in, divergences_reason, nuts_draws, posterior_to_flat
 from .annealing import two_way_estimator
 
@@ -24,10 +25,16 @@ __all__ = ["run_bridge_method", "estimate_bridge"]
 def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=None):
     if target.kind != "pymc":
         raise ValueError("pmz: method='bridge' needs a PyMC model (posterior draws in its value space)")
-    if target.layout.discrete_mask.any() or target.improper_priors:
+    if target.improper_priors:  # the advice must be one that runs: bar from a Laplace reference does
+        raise ModelSpecificationError(
+            f"pmz: improper prior on {target.improper_priors} (pm.Flat / pm.HalfFlat): its evidence has no "
+            "scale, so no Bayes factor can use it. Give these variables proper priors (e.g. pm.Normal(..., 100)); "
+            "or, for log Z relative to the improper prior's arbitrary scale, method='bar' with reference='laplace'"
+        )
+    if target.layout.discrete_mask.any():
         raise ValueError(
             "pmz: method='bridge' fits a continuous reference to the posterior draws: it needs continuous free "
-            "variables and proper priors; use method='bar' for this model"
+            "variables; method='auto' (the default) handles discrete ones"
         )
     draws_rng, bridge_rng = rng.spawn(2)
     search_rng = bridge_rng.spawn(1)[0]

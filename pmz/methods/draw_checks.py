@@ -4,7 +4,7 @@
   behind a NaN / inf, or say that the likelihood is zero where the start draws are;
 * :func:`prior_normalisation_note`: for methods that start from prior draws, the measured log mass of priors whose
   density may not integrate to one (:mod:`pmz.model.prior_mass`), as diagnostics and a warning;
-* :func:`with_draws_check`: the test of user-given posterior draws (:func:`pmz.runners.starts.check_draws`) moved
+* :func:`with_draws_check`: the test of user-given posterior draws (:func:`pmz.runners.draws_check.check_draws`) moved
   from the record into the estimate, where a mismatch makes it unreliable.
 """
 
@@ -71,7 +71,7 @@ def check_start(
 
 
 def with_draws_check(estimate, record):
-    """The check of posterior draws (:func:`pmz.runners.starts.check_draws`, in the reverse record's ``tuning``)
+    """The check of posterior draws (:func:`pmz.runners.draws_check.check_draws`, in the reverse record's ``tuning``)
     in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch, the sampler's
     divergent transitions (``draws_divergent``, :func:`pmz.runners.starts.divergences_reason`) or a mode the
     draws miss (``draws_missed_mode``, :func:`pmz.methods.auto_chains.missed_mode`) make it unreliable

@@ -10,7 +10,7 @@ with ``f1 = prior x likelihood`` (unnormalised posterior). BAR on these works is
 estimate of ``log Z = log p(y)``. The reference is fitted to the first half of every chain and the bridge uses
 the second half (so q does not overfit the draws it is evaluated at). The reverse draws are MCMC draws: their
 effective sample size (ArviZ bulk ESS of the reverse log weights over chains) is recorded and used in place of
-their count for the variance. The draws are also tested (:func:`pmz.runners.starts.check_draws`): draws of
+their count for the variance. The draws are also tested (:func:`pmz.runners.draws_check.check_draws`): draws of
 another model with the same variable names give a confident wrong answer, and the records' ``tuning`` then holds a
 non-empty ``posterior_mismatch``.
 
@@ -90,7 +90,7 @@ def run_bridge(
         Fit q on the first half of each chain and bridge with the second half (default). With False, all draws
         serve both purposes (slightly optimistic).
     check : bool
-        Test that the draws look like this model's posterior (:func:`pmz.runners.starts.check_draws`); its
+        Test that the draws look like this model's posterior (:func:`pmz.runners.draws_check.check_draws`); its
         numbers and ``posterior_mismatch`` (a reason, "" when they pass) go to both records' ``tuning``.
     """
     draws = np.asarray(draws, dtype=float)
@@ -121,14 +121,8 @@ def run_bridge(
     n_eff = chain_ess(np.where(np.isfinite(log_w_r), log_w_r, 0.0), chain[bridge_idx])
 
     info = {"reference": getattr(q, "name", "reference"), "n_fit": int(fit_idx.size), "split": bool(split)}
-    if check:  # do the draws look like this model's posterior? (all of them; a spawned stream)
-        log_post = np.full(draws.shape[0], np.nan)
-        log_post[bridge_idx] = log_f1[n_q:]
-        rest = np.setdiff1d(np.arange(draws.shape[0]), bridge_idx)
-        if rest.size:
-            lp_rest, ll_rest = compiled.log_densities_once(draws[rest])
-            log_post[rest] = lp_rest + ll_rest
-        info.update(check_draws(compiled, draws, chain, rng.spawn(1)[0], log_density=log_post))
+    if check:  # do the draws look like this model's posterior? (all of them)
+        info.update(check_draws(compiled, draws, chain, rng.spawn(1)[0]))
     schedule = np.array([0.0, 1.0])
     common = dict(schedule=schedule, log_z0=float(getattr(q, "log_z", 0.0)), n_steps_per_temp=0, kernel="none")
     forward = WorkRecord(log_weights=log_w_f, direction="forward", final_x=x_q, n_logp_evals=n_q, tuning=info, **common)

@@ -10,8 +10,9 @@ preference (Habeck 2017 section 3; docs/methods.md, section 1):
 * ``resampled_starts``: forward end states resampled by their weights. Cheap, but the reverse run then
   inherits the forward run's bias (and BAR's two halves are no longer independent); results say so.
 
-``check_draws`` tests cheaply that draws look like this model's posterior (draws of another model with the same
-variable names pass every check of names, shapes and supports); ``nuts_draws`` raises ``SamplingInterrupted`` (a
+``check_draws`` (:mod:`pmz.runners.draws_check`, re-exported here) tests that draws look like this model's
+posterior (draws of another model with the same variable names pass every check of names, shapes and supports);
+``nuts_draws`` raises ``SamplingInterrupted`` (a
 ``KeyboardInterrupt``) when ``pm.sample`` was interrupted and returned a fraction of the draws.
 """
 
@@ -21,10 +22,10 @@ from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit
 
-from ..inference_data import ess_bulk, get_group, group_names, is_inference_data, posterior_group
+from ..inference_data import get_group, group_names, is_inference_data, posterior_group
 from ..weights import systematic_resample
+from .draws_check import chain_ess, check_draws, mismatch_reason
 
 __all__ = [
     "posterior_to_flat",
@@ -222,6 +223,11 @@ def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str 
     chain : ndarray (m,) of int
         Chain index of each kept draw (for effective sample sizes).
     """
+    values = _value_space_draws(compiled, posterior, option)
+    if values is not None:  # stored in the value space itself: used as they are, no transform round trip
+        X, chain = values
+        keep = evenly_spaced(chain.size, chain.size if n is None else min(n, chain.size))
+        return X[keep], chain[keep]
     draws, chain = _named_draws(compiled, _posterior_group(posterior, option), option)
     total = chain.size
     keep = evenly_spaced(total, total if n is None else min(n, total))
@@ -231,82 +237,48 @@ def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str 
     return X, chain[keep]
 
 
-# check of posterior draws: one step N(0, h^2 Sigma) per draw, h^2 = _STEP / dim (Sigma the draws' covariance)
-_STEP = 1.0
-_MISMATCH_Z = 5.0  # flagged when the statistic > max(_MISMATCH_Z se, _MISMATCH_MIN)
-_MISMATCH_MIN = 0.02
+def _value_space_draws(compiled, posterior, option: str):
+    """``(X, chain)`` from draws stored in the model's value space, or None when some variable's are not.
 
-
-def check_draws(compiled, X, chain, rng: np.random.Generator, *, log_density=None, option: str = "posterior") -> dict:
-    """A cheap test that flat draws ``X (n, dim)`` look like draws of this model's posterior p.
-
-    Each draw is moved once by a symmetric random step ``e ~ N(0, h^2 Sigma)`` (``Sigma`` the draws' covariance,
-    ``h^2 = 1 / d``, continuous coordinates only); ``L = log p(x + e) - log p(x)``. For draws of p the pairs
-    ``(x, x + e)`` and ``(x + e, x)`` are equally likely up to the factor ``e^L``, so ``E[g(L)] = E[e^L g(-L)]`` for
-    every g; with ``g = s^2`` (``s`` the logistic function) this gives the bounded statistic
-
-        T = mean of s(L) tanh(L / 2),        E[T] = 0 for draws of p.
-
-    Draws of another posterior (other data, the same variable names) sit off p's mass, where random steps raise
-    the density more often than they lower it: ``T > 0``. Its se uses the effective sample size of the terms over
-    chains. Power: on a 2-parameter normal model, draws whose mean is off by one posterior sd give ``T`` about 10 se
-    with 1000 draws; an offset of half an sd is not detected (a bridge estimate from them is then off by some
-    tenths of a nat). Cost: one log-density evaluation per draw (two without ``log_density``, the values at X).
-
-    Returns ``{"draws_check": T, "draws_check_se": se, "posterior_mismatch": "" or a one-line reason}`` (an empty
-    dict when there is nothing to test); the reason is non-empty when ``T > max(5 se, 0.02)``. ``option`` names
-    the draws in it ("posterior", "reverse_start").
-    """
-    X = np.asarray(X, dtype=float)
-    n = X.shape[0]
-    cont = ~compiled.layout.discrete_mask
-    if n < 20 or not cont.any():
-        return {}
-    Xc = X[:, cont]
-    d = Xc.shape[1]
-    cov = np.atleast_2d(np.cov(Xc, rowvar=False))
-    cov = cov + 1e-9 * max(np.trace(cov) / d, 1e-300) * np.eye(d)
-    try:
-        chol = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        return {}
-    moved = X.copy()
-    moved[:, cont] += np.sqrt(_STEP / d) * rng.standard_normal((n, d)) @ chol.T
-    if log_density is None:
-        lp, ll = compiled.log_densities_once(np.vstack([X, moved]))
-        log_density, log_moved = lp[:n] + ll[:n], lp[n:] + ll[n:]
+    ``pm.sample(idata_kwargs={"include_transformed": True})`` keeps each transformed variable's unconstrained value
+    (``sigma_log__``): in an ``unconstrained_posterior`` group (PyMC 6) or beside the constrained draws in
+    ``posterior`` (PyMC 5, and PyMC 6's own sampler). Where every value variable is there (untransformed ones
+    under their own name in ``posterior``), the flat particles are those values, exactly as the sampler held
+    them."""
+    if is_inference_data(posterior):
+        groups = [get_group(posterior, g) for g in ("unconstrained_posterior", "posterior")]
+        groups = [g for g in groups if g is not None]
+    elif isinstance(posterior, xr.Dataset):
+        groups = [posterior]
     else:
-        lp, ll = compiled.log_densities_once(moved)
-        log_moved = lp + ll
-    ok = np.isfinite(log_density)
-    if ok.sum() < 20:
-        return {}
-    with np.errstate(invalid="ignore"):
-        L = np.where(np.isnan(log_moved[ok]), -np.inf, log_moved[ok] - log_density[ok])
-    terms = expit(L) * np.tanh(L / 2)  # 0 where the step leaves the support (L = -inf)
-    terms = np.where(np.isnan(terms), 0.0, terms)
-    T = float(np.mean(terms))
-    se = float(np.std(terms) / np.sqrt(max(chain_ess(terms, np.asarray(chain)[ok]), 1.0)))
-    out = {"draws_check": T, "draws_check_se": se, "posterior_mismatch": ""}
-    if T > max(_MISMATCH_Z * se, _MISMATCH_MIN):
-        out["posterior_mismatch"] = (
-            f"the {option} draws do not look like draws of this model's posterior (random steps from them raise its "
-            f"density more often than they lower it: statistic {T:.3f} +- {se:.3f}, 0 for posterior draws)"
-        )
-    return out
-
-
-def mismatch_reason(reason: str, source: str) -> str:
-    """A ``posterior_mismatch`` reason of :func:`check_draws` with advice, for the result's reliability reason;
-    ``source`` is the record's ``reverse_start`` label ("posterior": the user's draws, "nuts": pm.sample's, ...)."""
-    if source == "posterior":
-        advice = (
-            "are they draws of another model (other data, the same variable names)? Draw from this model "
-            "(pm.sample inside `with model:`) or leave posterior= at its default"
-        )
-    else:
-        advice = f"the sampler ({source}) may not have converged: draw longer or check its diagnostics"
-    return f"{reason}; {advice}"
+        return None
+    blocks = compiled.layout.blocks
+    if not groups or not any(b.value_name != b.rv_name for b in blocks):
+        return None  # nothing is transformed: the constrained path reads the same numbers, with its checks
+    found = {}
+    for b in blocks:
+        source = next((g for g in groups if b.value_name in g.data_vars), None)
+        if source is None:
+            return None
+        found[b.value_name] = source[b.value_name]
+    sizes = {(int(v.sizes.get("chain", -1)), int(v.sizes.get("draw", -1))) for v in found.values()}
+    first = next(iter(found.values()))
+    if len(sizes) != 1 or first.dims[:2] != ("chain", "draw"):
+        return None
+    n_chain, n_draw = next(iter(sizes))
+    points = {}
+    for b in blocks:
+        values = np.asarray(found[b.value_name], dtype=float).reshape(n_chain * n_draw, -1)
+        if values.shape[1] != b.size:
+            return None
+        bad = ~np.isfinite(values).all(axis=1)
+        if bad.any():
+            raise ValueError(
+                f"pmz: {int(bad.sum())} of the {values.shape[0]} draws of {b.value_name!r} given as {option}= are "
+                "NaN or inf; drop them or check the sampler that made them"
+            )
+        points[b.value_name] = values
+    return compiled.layout.from_points(points), np.repeat(np.arange(n_chain), n_draw)
 
 
 class SamplingInterrupted(KeyboardInterrupt):
@@ -344,6 +316,7 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
                 random_seed=int(rng.integers(0, 2**31 - 1)),
                 progressbar=progressbar,
                 compute_convergence_checks=False,
+                nuts_sampler="pymc",  # the same sampler (and bits) whether or not nutpie is installed
             )
     except ValueError as err:  # PyMC's answer to Ctrl-C during tuning, before any draw
         if "Not enough samples" in str(err):
@@ -396,16 +369,3 @@ def resampled_starts(forward, n: int, rng: np.random.Generator) -> np.ndarray:
         raise ValueError("pmz: resampled reverse starts need the forward run's final states (keep_particles=True)")
     index = systematic_resample(rng, forward.log_weights, n)
     return forward.final_x[index]
-
-
-def chain_ess(values, chain) -> float:
-    """Effective sample size of a scalar quantity over MCMC draws grouped by chain (ArviZ's rank-normalised ESS)."""
-    values = np.asarray(values, dtype=float)
-    chain = np.asarray(chain)
-    ids = np.unique(chain)
-    length = min(int(np.sum(chain == c)) for c in ids)
-    if length < 4:
-        return float(values.size)
-    stacked = np.stack([values[chain == c][:length] for c in ids])
-    ess = ess_bulk(stacked)
-    return float(np.clip(ess, 1.0, values.size)) if np.isfinite(ess) else float(values.size)

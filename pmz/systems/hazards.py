@@ -269,7 +269,8 @@ def _funnel_nuts_draws(seed: int):
     """``pm.sample``'s draws of the funnel (NUTS, 2 chains of 1000 after 1000 tuning steps), with the divergences its
     sampler records in ``sample_stats``: draws a user would pass, biased where the sampler could not follow the neck."""
     with _funnel():
-        return pm.sample(chains=2, cores=1, random_seed=seed, progressbar=False, compute_convergence_checks=False)
+        return pm.sample(chains=2, cores=1, random_seed=seed, progressbar=False, compute_convergence_checks=False,
+                         nuts_sampler="pymc")
 
 
 Y_TAIL, SD_TAIL_PRIOR = 1e6, 2.0

@@ -19,7 +19,7 @@ def test_quickstart_is_within_3_se_of_exact():
     ).stdout
     z = float(re.search(r"error = [-+0-9.]+ = ([-+0-9.]+) se", out).group(1))
     assert abs(z) < 3, out
-    se = float(re.search(r"quadratic model: log Z = [-+0-9.]+ \+/- ([0-9.]+)", out).group(1))
+    se = float(re.search(r"quadratic model: log Z = [-+0-9.]+ \+/- ([-+0-9.e]+)", out).group(1))
     assert se < 0.05, out
     assert "probability" in out and "quadratic" in out  # the comparison table is printed
 
