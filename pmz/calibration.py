@@ -60,8 +60,10 @@ Z_LIMIT = 3.0
 class BayesFactorCalibration(_idata.RESULT_BASE):
     """The simulations of :func:`calibrate_bayes_factors`: a DataTree (ArviZ 1) or InferenceData (ArviZ 0.2x).
 
-    Groups
-    ------
+    Notes
+    -----
+    The groups:
+
     simulations
         dims ``(simulation, model)``: ``true_model`` (simulation; the name of the model that made the data set),
         ``log_z``, ``log_z_se`` (each model's evidence on that data set and its se), ``log_bf``, ``log_bf_se``

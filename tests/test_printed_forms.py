@@ -60,3 +60,43 @@ def test_compare_table_prints_every_column_with_units():
     assert "0.0003" in text and "0.0005" in text  # the se of log Z and of log BF (sqrt(3^2 + 4^2) = 5, x 1e-4)
     assert "-2.500" in text and "log marginal likelihood" in text and "nats" in text
     assert isinstance(table[["log_bf"]], pd.DataFrame)  # still a DataFrame for everything else
+
+
+def test_progress_in_a_log_has_no_repeats(capsys):
+    """Progress written to a log (stderr not a terminal): every update was printed twice, the label gained a second
+    colon, and the auto bar read "10/100". Now one line per change, percent, no doubled colon."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        pm.Normal("y", mu, 1.0, observed=[0.3, -0.1, 0.8])
+    pmz.evidence(model, random_seed=1, progressbar=True)
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if line.strip()]
+    bars = [line for line in lines if line.startswith("pmz auto")]
+    assert bars, lines
+    assert all(a != b for a, b in zip(bars, bars[1:])), bars
+    assert not any("/100" in line or ": :" in line for line in bars), bars
+    assert all("%|" in line for line in bars)
+
+
+def test_draws_of_other_data_give_one_warning_and_a_short_reason():
+    """Draws of the same model on other data (exact posterior draws of a normal mean): 11 warnings and a
+    900-character reason before. Now one warning, and a reason that opens with its cause, names the variable and
+    stays short."""
+    import warnings
+
+    import xarray as xr
+
+    y, other = np.array([0.3, -0.1, 0.8, 0.5]), np.array([1.9, 2.4, 1.6, 2.2])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        pm.Normal("y", mu, 1.0, observed=y)
+    precision = 1 / 4 + other.size
+    draws = other.sum() / precision + precision**-0.5 * np.random.default_rng(3).standard_normal((4, 500))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pmz.evidence(model, method="bridge", posterior=xr.Dataset({"mu": (("chain", "draw"), draws)}),
+                           random_seed=1, progressbar=False)
+    pmz_warnings = [w for w in caught if "pmz" in str(w.message)]
+    assert len(pmz_warnings) == 1
+    assert not res.reliable
+    assert res.reliability_reason.startswith("the posterior draws do not look like draws of this model's posterior: mu")
+    assert len(res.reliability_reason) < 700

@@ -219,11 +219,16 @@ def _run_continuous(family, kernel, options, rng, progressbar, target, full_targ
     clock = _Clock(options.max_time)
     sample_rng, bridge_rng, more_rng, path_rng, smc_rng, stuck_rng, search_rng = rng.spawn(7)
     prior = prior_reference(full_target)
-    with progress_bar(total=100, desc="auto: posterior draws", disable=not progressbar) as bar_:
+    with progress_bar(total=100, desc="auto: posterior draws", disable=not progressbar, percent=True) as bar_:
+        shown = {}
 
-        def progress(label, fraction):
-            bar_.set_description(f"pmz auto: {label}")
-            bar_.n = int(100 * min(fraction, 1.0))
+        def progress(label, fraction):  # one line per change of phase or of percent (a log gets no repeats)
+            n = int(100 * min(fraction, 1.0))
+            if shown.get("label") == label and shown.get("n") == n:
+                return
+            shown.update(label=label, n=n)
+            bar_.set_description_str(f"pmz auto: {label}", refresh=False)  # (set_description adds ": ")
+            bar_.n = n
             bar_.refresh()
 
         if options.latent and options.posterior is None and target is full_target:
