@@ -413,7 +413,7 @@ def posterior_model_probabilities(log_z, prior) -> np.ndarray:
     ok = np.all(np.isfinite(log_post), axis=1)
     if ok.any():
         rows = log_post[ok]
-        out[ok] = np.exp(rows - np.array([logsumexp(r) for r in rows])[:, None])
+        out[ok] = np.exp(rows - logsumexp(rows, axis=1)[:, None])
     return out
 
 
