@@ -123,8 +123,8 @@ def pmz_run(model, seed: int, method: str | None = None, **options) -> dict:
         out["log_z"], out["se"] = float(res.log_z), float(res.log_z_se)
         out["method_used"] = str(getattr(res, "method", method))
         try:
-            out["route"] = res["evidence"].attrs.get("route")
-            out["timeline"] = res["evidence"].attrs.get("timeline")
+            out["route"] = res["evidence_stats"].attrs.get("route")
+            out["timeline"] = res["evidence_stats"].attrs.get("timeline")
         except Exception:  # noqa: BLE001 -- a method without an evidence group
             out["route"] = None
         try:

@@ -28,7 +28,7 @@ Matched wall time, per system:
    half as much as 512 at 200 temperatures);
 3. evaluation: for each seed, one SMC run and one AIS run (interleaved, so drifts in the machine's load hit
    both alike). SMC time = ``time.perf_counter`` around ``pm.sample_smc``; pmz time =
-   ``res.posterior.attrs["wall_time"]`` (the whole ``pmz.evidence`` call, compilation included). Both wall
+   ``res.run_attrs["wall_time"]`` (the whole ``pmz.evidence`` call, compilation included). Both wall
    and CPU time are reported.
 
 Everything else is left at each method's defaults (SMC: IMH kernel, threshold 0.5, correlation_threshold
@@ -112,7 +112,7 @@ def run_ais(model, seed: int, n_temps: int, n_paths: int = AIS_DEFAULT_PATHS):
     res, _, cpu, messages = run_evidence(
         model, seed, method="ais", n_paths=n_paths, n_temps=n_temps, schedule="power", n_steps_per_temp=1, kernel="hmc"
     )
-    return res.log_z, res.log_z_se, float(res.posterior.attrs["wall_time"]), cpu, messages
+    return res.log_z, res.log_z_se, float(res.run_attrs["wall_time"]), cpu, messages
 
 
 def calibrate_n_temps(model, target_time: float, log=print) -> tuple[int, list]:
@@ -334,7 +334,7 @@ def main(argv=None):
             "`time.perf_counter` around the call (graph compilation included).",
             "* **pmz AIS**: `pmz.evidence(model, method=\"ais\", n_paths=512, n_temps=K, schedule=\"power\", "
             "n_steps_per_temp=1, kernel=\"hmc\")` (pmz's defaults otherwise: 3 leapfrog steps, tuning on 40 "
-            "temperatures); time = `res.posterior.attrs[\"wall_time\"]` (whole call, "
+            "temperatures); time = `res.run_attrs[\"wall_time\"]` (whole call, "
             "compilation and step-size tuning included). K is calibrated per system so that an AIS run takes "
             "about as long as an SMC run, measured in process CPU time, which a busy machine disturbs far less "
             "than wall time (SMC: mean of four calibration runs; AIS: least-squares line of CPU time vs K "

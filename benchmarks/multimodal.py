@@ -8,7 +8,7 @@ excluded); no thread pinning here (``pmz.evidence`` applies its own BLAS policy,
 
 * ``pmz``: ``pmz.evidence(model, random_seed=seed, progressbar=False)`` (or ``--method NAME``); recorded: log Z,
   ``res.log_z_se``, ``res.reliable``, wall time and the route of the default method
-  (``res.evidence.attrs["route"]``: bridge, path, modes or tempered);
+  (``res.evidence_stats.attrs["route"]``: bridge, path, modes or tempered);
 * ``sample_smc``: ``pm.sample_smc(draws=2000, chains=1, random_seed=seed, progressbar=False,
   compute_convergence_checks=False)``, log Z = the last stage's ``log_marginal_likelihood``
   (``_common.smc_log_marginal_likelihood``; no se);

@@ -152,7 +152,7 @@ def run_config(model, seed: int, cfg: Config) -> dict:
         return run_sample_smc(model, seed, **cfg.settings())
     res, wall, cpu, messages = run_evidence(model, seed, method=cfg.method, **cfg.settings())
     stages = res.smc
-    attrs = res.posterior.attrs
+    attrs = res.run_attrs
     n_runs = int(stages.attrs.get("n_runs", cfg.settings().get("n_runs", 4)))
     return {"log_z": res.log_z, "se": res.log_z_se, "wall": wall, "cpu": cpu,
             "stages_per_run": stages.sizes["stage"] / n_runs, "total_stages": int(stages.sizes["stage"]),

@@ -74,7 +74,7 @@ def run_one(model, algorithm, size, seed, **extra):
         res = pmz.evidence(model, method=method, random_seed=seed, progressbar=False,
                            **{**options, **size_option, **extra})
     cpu = time.process_time() - cpu0
-    out = dict(log_z=res.log_z, se=res.log_z_se, cpu=cpu, wall=float(res.posterior.attrs["wall_time"]))
+    out = dict(log_z=res.log_z, se=res.log_z_se, cpu=cpu, wall=float(res.run_attrs["wall_time"]))
     if method == "ais":
         moves = AIS_PATHS * size
         out.update(particles=np.nan, moves=moves, sites=moves * model.dim, n_stage=None)

@@ -55,7 +55,7 @@ def main(out="bayes_factor.png"):
         parts = "; ".join(f"{estimator} {row.log_z:.3f}" for estimator, row in res.estimates.iterrows())
         print(
             f"{name:10s} log Z = {res.log_z:9.3f} +/- {res.log_z_se:.3f}  ({res.method}, route "
-            f"{res.evidence.attrs['route']}; estimates on the way: {parts}; reliable {res.reliable})"
+            f"{res.evidence_stats.attrs['route']}; estimates on the way: {parts}; reliable {res.reliable})"
         )
     print()
     print(pmz.compare(results))
@@ -78,7 +78,7 @@ def main(out="bayes_factor.png"):
     # 3. the histogram estimator's posterior over log Z, and the work distributions
     hist = pmz.evidence(models["student_t"], method="histogram", random_seed=1, progressbar=False)
     print(f"\nhistogram estimator (student_t): posterior mean {hist.log_z:.3f}, sd {hist.log_z_se:.3f}")
-    print(az.summary(hist, var_names=["log_z"], kind="stats").to_string())
+    print(az.summary(hist, group="evidence", kind="stats", round_to="none").to_string())
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     pmz.plot_work(results["normal"], ax=axes[0])
     axes[0].set_title("normal noise: bridge work histograms")

@@ -38,7 +38,7 @@ def run_seed(L, n_paths, n_temps, seed):
         n_bootstrap=0,
         n_gibbs_draws=1000,
     )
-    d = res.evidence
+    d = res.evidence_stats
     values = {
         "AIS": float(d["jarzynski_forward"]),
         "RAISE": float(d["jarzynski_reverse"]),

@@ -67,7 +67,7 @@ def part1(model, budgets, repeats):
         sweeps_used = []
         for seed in range(repeats):
             res = run_rts(model, max(budget - 10 * 50, 50), seed)
-            used = res.posterior.attrs["n_logp_evals"] / N_CHAINS
+            used = res.run_attrs["n_logp_evals"] / N_CHAINS
             sweeps_used.append(used)
             out["RTS"].append(res.log_z)
             n_temps = int(round(used))

@@ -74,7 +74,7 @@ def run_rbm(model, rule, K, n_paths, seed, delta_c=None):
         kw["delta_max"] = delta_c / K
     res = pmz.evidence(model, method="ais", **kw)
     ess_path = np.asarray(res.schedule["ess"]) / n_paths
-    return res.log_z, float(ess_path[-1]), ess_path, float(res.evidence["var_log_w"])
+    return res.log_z, float(ess_path[-1]), ess_path, float(res.evidence_stats["var_log_w"])
 
 
 def rbm_model(variant, base):
@@ -165,7 +165,7 @@ particles, and the production schedule has constant thermodynamic speed: b_k = P
 Phi(b) = int_0^b sqrt(g). `delta_max` caps every increment (deceleration); `schedule="adaptive"` takes the
 temperatures of a pilot that keeps the conditional ESS of its weights at `cess_target` (0.99), re-spaced onto K
 steps. The pilot's cost is in the result (`res.work.attrs["tuning"]`), its metric in `res.schedule["g"]`, the
-perfect-transition prediction of Var[log w] and the observed value in `res.evidence["var_log_w_predicted"]` and
+perfect-transition prediction of Var[log w] and the observed value in `res.evidence_stats["var_log_w_predicted"]` and
 `["var_log_w"]`; `pmz.plot_schedule(res)` draws the schedule, g and the on-the-fly ESS.
 
 ## Closed form: a Gaussian path
@@ -196,7 +196,7 @@ Paper claims (Kiwaki 2015): "VAROPT, decelerated, has the highest ESS at large K
 seen either (VAROPT was as good or better at K = 100). VAROPT helps when g varies by orders of magnitude along the
 path (the power posteriors of the regression models: Var[log w] 10-20 times lower than linear at K = 100,
 `tests/families/test_optimal_schedules.py`), and does little when g is flat. Real kernels lag behind the schedule, so
-the observed Var[log w] exceeds the perfect-transition prediction (`res.evidence["var_log_w_predicted"]`);
+the observed Var[log w] exceeds the perfect-transition prediction (`res.evidence_stats["var_log_w_predicted"]`);
 deceleration caps the big late steps that such lag punishes, and only matters where VAROPT takes steps much
 larger than 1 / K.
 

@@ -120,7 +120,9 @@ def evidence(
     -------
     EvidenceResult
         An ``xarray.DataTree`` (ArviZ 1, PyMC 6) or ``arviz.InferenceData`` (ArviZ 0.2x, PyMC 5) with ``.log_z``,
-        ``.log_z_se`` and ``posterior.log_z``; its attrs hold ``wall_time`` and ``compile_time`` (seconds).
+        ``.log_z_se``, the group ``evidence`` (``az.summary(res, group="evidence")``: log Z as mean, se as sd)
+        and, for ``method="auto"``, the model's posterior draws in ``posterior``; ``res.run_attrs`` holds
+        ``wall_time`` and ``compile_time`` (seconds).
 
     Examples
     --------

@@ -129,6 +129,19 @@ class BayesFactor:
         """The Bayes factor itself, ``exp(log_bf)``."""
         return float(np.exp(self.log_bf))
 
+    def to_dataset(self):
+        """The Bayes factor as arviz-stats' ``bayes_factor`` reports one: an ``xarray.Dataset`` with a ``bf_type``
+        dim whose coordinates are ``BF10`` (model a over model b, a being "1", the alternative) and ``BF01`` (its
+        inverse), holding ``bf``, ``log_bf`` and ``log_bf_se`` (the same se for both)."""
+        import xarray as xr
+
+        log_bf = np.array([self.log_bf, -self.log_bf])
+        return xr.Dataset(
+            {"bf": ("bf_type", np.exp(log_bf)), "log_bf": ("bf_type", log_bf),
+             "log_bf_se": ("bf_type", np.array([self.log_bf_se, self.log_bf_se]))},
+            coords={"bf_type": ["BF10", "BF01"]},
+        )
+
     def __repr__(self):
         return f"BayesFactor(log_bf={self.log_bf:.4f} +/- {self.log_bf_se:.4f}, bf={self.bf:.4g})"
 

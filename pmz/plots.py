@@ -8,7 +8,7 @@ error needs (:func:`format_log_z`): an estimate of -301.7043 with se 0.0013 is n
   ``p_f(W) / p_r(-W) = exp(W + log Z - log Z0)``, so the two densities cross at ``W = -(log Z - log Z0)``:
   the estimate is marked there. Little overlap of the two histograms means BAR's error bar is not to be
   trusted (Habeck 2017, Figure 1).
-* :func:`plot_log_z`: for one result, the draws of ``posterior.log_z`` (the histogram method's Gibbs posterior, or
+* :func:`plot_log_z`: for one result, the draws of ``evidence.log_z`` (the histogram method's Gibbs posterior, or
   the normal approximation of the others) with the estimate, its se and the exact value; for several results
   (a dict), one interval per model on the scale of the log Bayes factor against the best model (or any model, or
   log Z itself), so that models tens of nats apart with se of 0.001 still show their error bars as numbers.
@@ -145,7 +145,7 @@ def plot_log_z(results, *, truth=None, relative_to="best", ax=None, bins: int = 
     Parameters
     ----------
     results : EvidenceResult or dict of name -> EvidenceResult
-        One result (or a dict with one entry): a histogram of its ``posterior.log_z`` draws with the estimate, a
+        One result (or a dict with one entry): a histogram of its ``evidence.log_z`` draws with the estimate, a
         ±1 se band and the exact value. Several: one row per result, best first, with ±1 se (thick) and ±2 se
         (thin) intervals and the value, se and posterior model probability (uniform prior) in the row's label.
     truth : float or dict of name -> float, optional
@@ -175,7 +175,8 @@ def plot_log_z(results, *, truth=None, relative_to="best", ax=None, bins: int = 
 
 def _plot_one_log_z(label, res, truth, *, ax, bins, title):
     ax = _figure_axes() if ax is None else ax
-    draws = np.asarray(res.posterior["log_z"]).ravel()
+    evidence = get_group(res, "evidence")
+    draws = np.asarray(evidence["log_z"]).ravel() if evidence is not None and "log_z" in evidence else np.array([])
     draws = draws[np.isfinite(draws)]
     log_z, se = float(res.log_z), float(res.log_z_se)
     if draws.size:
@@ -436,8 +437,8 @@ def _plot_smc_runs(ax, result, sg, chosen, truth):
     ax.set_xlim(min(chosen) - 0.6, max(chosen) + 0.6)
     _plain_ticks(ax, "y")
     ax.set_ylabel("$\\log Z$ " + NATS)
-    between = result.evidence.get("se_between") if "evidence" in group_names(result) else None
-    ideal = result.evidence.get("se_ideal") if "evidence" in group_names(result) else None
+    diagnostics = result.diagnostics
+    between, ideal = diagnostics.get("se_between"), diagnostics.get("se_ideal")
     extra = ""
     if between is not None and ideal is not None:
         extra = f"\nbetween-run se {float(between):.3g}, ideal se {float(ideal):.3g}"

@@ -11,31 +11,41 @@ Reliability
 :func:`pmz.reliability.assess`'s verdict:
 False when the method's own diagnostics (bootstrap se, overlap, ESS, bounds, a second estimate) say that the
 asymptotic se is meaningless; ``log_z_se`` has then already been raised to what those diagnostics allow, and
-``print(res)`` shows a line ``UNRELIABLE: <reason>`` under the log Z line. They are stored in the posterior attrs as
+``print(res)`` shows a line ``UNRELIABLE: <reason>`` under the log Z line. They are stored in the evidence attrs as
 ``reliable`` (the integer 0 or 1, for netcdf) and ``reliability_reason``; results read from files written before
 these attrs existed read as reliable.
 
 Warnings travel with the result: ``res.warnings`` is the list of warnings the run gave (stored as JSON in the
-posterior attr ``warnings``, so ``res.to_netcdf`` and :func:`load` keep them), ``print(res)`` shows a line
+evidence attr ``warnings``, so ``res.to_netcdf`` and :func:`load` keep them), ``print(res)`` shows a line
 ``warnings: N (res.warnings); first: ...`` and :func:`pmz.compare` has a ``warnings`` column.
 
 Groups
 ------
 posterior
-    ``log_z`` (chain, draw): draws describing the estimate's uncertainty; with ``method="auto"`` also the model's
-    variables and Deterministics as equally weighted posterior draws (chain, draw, ...), under the model's own names,
-    dims and coords, as in ``pm.sample``'s posterior. For methods without a Bayesian
-    posterior they are stratified draws of ``N(log_z, log_z_se^2)`` (normal quantiles at ``(i + 1/2) / n``,
-    randomly ordered), so ``az.summary`` reproduces the point estimate and its se. attrs: ``log_z``,
-    ``log_z_se``, ``method``, ``reliable`` (0/1), ``reliability_reason`` and the run's metadata.
+    Draws a sampler produced, and nothing else: with ``method="auto"`` the model's variables and Deterministics as
+    equally weighted posterior draws (chain, draw, ...), under the model's own names, dims and coords, as in
+    ``pm.sample``'s posterior; with ``method="histogram"`` also ``log_z``, its Gibbs posterior over log Z. Other
+    methods have no posterior group. attrs: the evidence group's.
+evidence
+    The estimate, in the form ArviZ summarises: ``log_z`` (chain, draw), draws describing its uncertainty, so that
+    ``az.summary(res, group="evidence")`` gives the estimate as ``mean`` and its se as ``sd``. For the histogram
+    method they are its posterior draws over log Z; for every other method stratified draws of
+    ``N(log_z, log_z_se^2)`` (normal quantiles at ``(i + 1/2) / n``) laid out as ``n`` chains of one draw each:
+    they are independent numbers, not samples of the run, and this layout makes ArviZ report ``ess_*``, ``r_hat``
+    and ``mcse_*`` as NaN instead of diagnostics that would describe the synthetic draws and not the run. The run's
+    own diagnostics are in the ``evidence_stats`` group and ``print(res)``. attrs: ``log_z``, ``log_z_se``,
+    ``method``, ``reliable`` (0/1), ``reliability_reason``, ``warnings`` and the run's metadata (``res.run_attrs``).
 work
     Per-path statistics: ``work_forward`` (path) = ``-log w_f``; for two-way methods also ``work_reverse``
     (reverse_path) = ``-log w_r`` (the forward and reverse counts may differ).
 schedule
     Per-temperature statistics: ``beta``, ``acceptance``, ``step_size``, ``ess`` (temperature); for two-way
     methods also ``acceptance_reverse`` and ``ess_reverse``.
-evidence
-    The estimator's diagnostics (scalars, bootstrap replicates with dim ``bootstrap``).
+evidence_stats
+    The estimator's diagnostics, as ``sample_stats`` holds a sampler's: scalars, bootstrap replicates with dim
+    ``bootstrap``, the other estimates of the run as ``estimate_log_z`` and ``estimate_log_z_se`` over dim
+    ``estimator``; ``res.diagnostics`` is the same as a dict.
+    (Results written before 2026-11-28 kept them in ``evidence``; :func:`load` reads those files into this layout.)
 tempering
     Simulated-tempering statistics over the ladder (level): ``beta``, ``log_z_k`` and ``log_z_k_se`` (the RTS curve
     ``log Z(b_k)``), ``c_hat`` and ``prior`` (the final Rao-Blackwellised level marginal against ``r_k``),
@@ -52,8 +62,9 @@ particles
     Final particles as constrained model variables (path, ...) with their ``log_weight``: weighted draws of
     the posterior (resample by ``exp(log_weight)`` to get equally weighted ones).
 
-ArviZ works on it as on any trace: ``az.summary(res, var_names=["log_z"])``, ``az.plot_posterior`` (ArviZ 0.2x)
-or ``az.plot_dist`` (ArviZ 1); ``res.to_netcdf(path)`` and :func:`load` round-trip it.
+ArviZ works on it as on any trace: ``az.summary(res, group="evidence")``, ``az.plot_dist(res, group="evidence")``
+(ArviZ 1) or ``az.plot_posterior(res, group="evidence")`` (ArviZ 0.2x); ``az.summary(res)`` summarises the model's
+posterior draws of ``method="auto"``; ``res.to_netcdf(path)`` and :func:`load` round-trip it.
 """
 
 from __future__ import annotations
@@ -86,8 +97,8 @@ class EvidenceResult(_idata.RESULT_BASE):
 
     @property
     def _run(self):
-        """The posterior group's attrs: the estimate and the run's metadata."""
-        return self["posterior"].attrs
+        """The evidence group's attrs: the estimate and the run's metadata."""
+        return self["evidence"].attrs
 
     @property
     def log_z(self) -> float:
@@ -119,7 +130,7 @@ class EvidenceResult(_idata.RESULT_BASE):
         tempering estimator of one trace, auto's bridge halves. Empty when the method computes none."""
         import pandas as pd
 
-        evidence = _idata.get_group(self, "evidence")
+        evidence = _idata.get_group(self, "evidence_stats")
         if evidence is None or "estimate_log_z" not in evidence:
             return pd.DataFrame({"log_z": [], "log_z_se": []}, index=pd.Index([], name="estimator"))
         names = [str(n) for n in evidence["estimator"].values]
@@ -146,9 +157,9 @@ class EvidenceResult(_idata.RESULT_BASE):
 
     @property
     def diagnostics(self) -> dict:
-        """The estimator's diagnostics (the ``evidence`` group) as a dict: scalars as floats, arrays as ndarrays,
+        """The estimator's diagnostics (the ``evidence_stats`` group) as a dict: scalars as floats, arrays as ndarrays,
         the group's attrs as stored."""
-        evidence = _idata.get_group(self, "evidence")
+        evidence = _idata.get_group(self, "evidence_stats")
         if evidence is None:
             return {}
         out = dict(evidence.attrs)
@@ -168,7 +179,7 @@ class EvidenceResult(_idata.RESULT_BASE):
         return _idata.group_names(self)
 
     def __repr__(self) -> str:
-        if "posterior" not in _idata.group_names(self):  # a child node of the DataTree
+        if "evidence" not in _idata.group_names(self):  # a child node of the DataTree
             return super().__repr__()
         a = self._run
         lines = [
@@ -202,28 +213,30 @@ class EvidenceResult(_idata.RESULT_BASE):
 
     def _normalised_prior_line(self) -> str:
         """The evidence with the prior normalised, where the prior as written does not integrate to one."""
-        if "evidence" not in _idata.group_names(self) or "log_z_normalised_prior" not in self["evidence"]:
+        diagnostics = _idata.get_group(self, "evidence_stats")
+        if diagnostics is None or "log_z_normalised_prior" not in diagnostics:
             return ""
-        value = float(self["evidence"]["log_z_normalised_prior"])
-        names = self["evidence"].attrs.get("prior_unnormalised", "")
+        value = float(diagnostics["log_z_normalised_prior"])
+        names = diagnostics.attrs.get("prior_unnormalised", "")
         return (f"  log Z with the prior of {names} normalised = {value:.4f} (use this one for Bayes factors "
                 "between models with different numbers of ordered components)")
 
     def _modes_line(self) -> str:
         """``"  modes: 2 found; posterior mass 0.49 +/- 0.01, 0.51 +/- 0.01"`` when the modes route ran."""
-        if "evidence" not in _idata.group_names(self) or "mode_masses" not in self["evidence"]:
+        diagnostics = _idata.get_group(self, "evidence_stats")
+        if diagnostics is None or "mode_masses" not in diagnostics:
             return ""
-        masses = np.asarray(self["evidence"]["mode_masses"], dtype=float)
-        ses = np.asarray(self["evidence"]["mode_masses_se"], dtype=float)
+        masses = np.asarray(diagnostics["mode_masses"], dtype=float)
+        ses = np.asarray(diagnostics["mode_masses_se"], dtype=float)
         shown = ", ".join(f"{m:.3g} +/- {s:.2g}" for m, s in zip(masses[:6], ses[:6]))
         more = f", ... ({masses.size - 6} more)" if masses.size > 6 else ""
         return f"  modes: {masses.size} found; posterior mass {shown}{more}"
 
     def __str__(self) -> str:
-        return repr(self) if "posterior" in _idata.group_names(self) else super().__str__()
+        return repr(self) if "evidence" in _idata.group_names(self) else super().__str__()
 
     def _repr_html_(self):  # notebooks: the short text first, then ArviZ's own view
-        if "posterior" not in _idata.group_names(self):
+        if "evidence" not in _idata.group_names(self):
             return super()._repr_html_()
         return f"<pre>{self!r}</pre>" + super()._repr_html_()
 
@@ -243,11 +256,36 @@ def _shorten(message: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
-def _normal_draws(log_z, se, n_chains, n_draws, rng):
-    n = n_chains * n_draws
+EVIDENCE_NOTE = (
+    "log_z: draws describing the estimate (mean = log_z, sd = log_z_se). {what}"
+)
+_SYNTHETIC = (
+    "Stratified draws of N(log_z, log_z_se^2), independent numbers and not samples of the run: one draw per chain, "
+    "so ArviZ's ess, r_hat and mcse come out NaN. The run's diagnostics are in the evidence_stats group."
+)
+_GIBBS = "The histogram method's Gibbs posterior over log Z (also in the posterior group)."
+
+
+def _evidence_dataset(estimate: EvidenceEstimate, n: int, rng) -> xr.Dataset:
+    """The ``evidence`` group: ``log_z`` (chain, draw) describing the estimate (module docstring)."""
+    if estimate.log_z_draws is not None:
+        draws = np.asarray(estimate.log_z_draws, dtype=float)
+        draws = draws.reshape(1, -1) if draws.ndim == 1 else draws
+        what = _GIBBS
+    else:
+        draws = _normal_draws(estimate.log_z, estimate.log_z_se, n, rng).reshape(n, 1)
+        what = _SYNTHETIC
+    return xr.Dataset(
+        {"log_z": (("chain", "draw"), draws)},
+        coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
+        attrs={"description": EVIDENCE_NOTE.format(what=what)},
+    )
+
+
+def _normal_draws(log_z, se, n, rng):
+    """``n`` stratified draws of ``N(log_z, se^2)``: normal quantiles at ``(i + 1/2) / n``, randomly ordered."""
     quantiles = stats.norm.ppf((np.arange(n) + 0.5) / n)
-    draws = log_z + se * quantiles
-    return rng.permutation(draws).reshape(n_chains, n_draws)
+    return rng.permutation(log_z + se * quantiles)
 
 
 def _jsonable(value):
@@ -277,7 +315,7 @@ def _netcdf_attr(value):
 
 
 def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
-    """The ``evidence`` group: scalars as variables, 1-d arrays with their own dim, the ``estimates`` table as
+    """The ``evidence_stats`` group: scalars as variables, 1-d arrays with their own dim, the ``estimates`` table as
     ``estimate_log_z`` and ``estimate_log_z_se`` over dim ``estimator``, anything else as attrs."""
     data, attrs, coords = {}, {}, {}
     for key, value in diagnostics.items():
@@ -442,17 +480,10 @@ def make_result(
     """Assemble an :class:`EvidenceResult` from an estimate, its record and the run's metadata.
 
     ``posterior_draws``: equally weighted posterior draws of the model's variables (chain, draw, ...), e.g. from
-    :func:`pmz.model.posterior_draws.posterior_dataset`; they join ``log_z`` in the posterior group, whose
-    normal draws then take their (chain, draw) shape.
+    :func:`pmz.model.posterior_draws.posterior_dataset`: the posterior group. ``n_chains * n_draws`` normal draws
+    describe the estimate in the evidence group when the method has no posterior over log Z of its own.
     """
     rng = np.random.default_rng(0) if rng is None else rng
-    if posterior_draws is not None:
-        n_chains, n_draws = posterior_draws.sizes["chain"], posterior_draws.sizes["draw"]
-    if estimate.log_z_draws is not None:
-        draws = np.asarray(estimate.log_z_draws, dtype=float)
-        draws = draws.reshape(1, -1) if draws.ndim == 1 else draws
-    else:
-        draws = _normal_draws(estimate.log_z, estimate.log_z_se, n_chains, n_draws, rng)
     post_attrs = {
         "log_z": float(estimate.log_z),
         "log_z_se": float(estimate.log_z_se),
@@ -464,19 +495,21 @@ def make_result(
     }
     for key, value in (attrs or {}).items():
         post_attrs[key] = _netcdf_attr(value)
-    posterior = xr.Dataset(
-        {"log_z": (("chain", "draw"), draws)},
-        coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
-        attrs=post_attrs,
-    )
-    if posterior_draws is not None and draws.shape == (n_chains, n_draws):
-        model_vars = posterior_draws.assign_coords(chain=posterior.chain, draw=posterior.draw)
-        posterior = xr.merge([posterior, model_vars], combine_attrs="override")
+    evidence = _evidence_dataset(estimate, n_chains * n_draws, rng)
+    evidence.attrs = {**post_attrs, "description": evidence.attrs["description"]}
+    posterior = None
+    if estimate.log_z_draws is not None:  # the method's own posterior over log Z: draws of a sampler
+        posterior = xr.Dataset({"log_z": evidence["log_z"].variable}, coords=evidence.coords)
+    if posterior_draws is not None:
+        same = posterior is not None and all(
+            posterior.sizes.get(dim, size) == size for dim, size in posterior_draws.sizes.items()
+        )
+        posterior = xr.merge([posterior, posterior_draws]) if same else posterior_draws
+    if posterior is not None:
+        posterior.attrs = post_attrs
     stored = estimate.diagnostics.to_dict()  # the diagnostics under the keys results have always had
-    groups = {
-        "posterior": posterior,
-        "evidence": _diagnostics_dataset(stored),
-    }
+    groups = {"posterior": posterior} if posterior is not None else {}
+    groups.update(evidence=evidence, evidence_stats=_diagnostics_dataset(stored))
     if isinstance(record, TemperingTrace):
         groups["tempering"] = _tempering_dataset(record, stored)
     elif isinstance(record, SMCRecord):
@@ -505,11 +538,12 @@ def load(path) -> EvidenceResult:
             f"pmz: {path} is not a pmz EvidenceResult file: it cannot be read as netcdf ({type(err).__name__}: "
             f"{first_line}); was it written by res.to_netcdf and copied completely?"
         ) from err
-    attrs = groups["posterior"].attrs if "posterior" in groups else {}
+    groups = _upgrade_layout(groups)
+    attrs = groups["evidence"].attrs if "evidence" in groups else {}
     missing = [key for key in ("log_z", "log_z_se") if key not in attrs]
     if missing:
         raise ValueError(
-            f"pmz: {path} does not hold a pmz EvidenceResult (no posterior attribute(s) {missing}; "
+            f"pmz: {path} does not hold a pmz EvidenceResult (no evidence attribute(s) {missing}; "
             f"groups: {sorted(groups)}); pmz.load reads files written by res.to_netcdf"
         )
     for key in ("log_z", "log_z_se"):
@@ -517,7 +551,37 @@ def load(path) -> EvidenceResult:
             float(attrs[key])
         except (TypeError, ValueError):
             raise ValueError(
-                f"pmz: {path} is not a pmz EvidenceResult file: its posterior attribute {key} is {attrs[key]!r}, "
+                f"pmz: {path} is not a pmz EvidenceResult file: its attribute {key} is {attrs[key]!r}, "
                 "not a number"
             ) from None
     return _idata.build(EvidenceResult, groups)
+
+
+def _upgrade_layout(groups: dict[str, xr.Dataset]) -> dict[str, xr.Dataset]:
+    """Files written before 2026-11-28 kept the run's attrs and the estimate's draws (``log_z``) in ``posterior``
+    and the diagnostics in ``evidence``: move them to the ``evidence`` and ``evidence_stats`` groups of today's
+    layout (the posterior keeps only the model's draws, or the histogram method's own ``log_z``)."""
+    if "evidence_stats" in groups or "posterior" not in groups or "log_z" not in groups["posterior"].attrs:
+        return groups
+    groups = dict(groups)
+    if "evidence" in groups:
+        groups["evidence_stats"] = groups.pop("evidence")
+    posterior = groups.pop("posterior")
+    attrs = dict(posterior.attrs)
+    own = str(attrs.get("method")) == "histogram"
+    if "log_z" in posterior:
+        draws = posterior["log_z"].values if own else posterior["log_z"].values.reshape(-1, 1)
+    else:
+        try:
+            draws = np.array([[float(attrs["log_z"])]])
+        except (TypeError, ValueError):
+            draws = np.array([[np.nan]])
+    groups["evidence"] = xr.Dataset(
+        {"log_z": (("chain", "draw"), draws)},
+        coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
+        attrs={**attrs, "description": EVIDENCE_NOTE.format(what=_GIBBS if own else _SYNTHETIC)},
+    )
+    model_draws = posterior if own else posterior.drop_vars("log_z", errors="ignore")
+    if model_draws.data_vars:
+        groups["posterior"] = model_draws.assign_attrs(attrs)
+    return groups

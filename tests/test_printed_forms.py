@@ -43,6 +43,16 @@ def test_printed_result_says_what_and_why():
     assert "why this route:" in text
     assert "wall time" in text
     assert "UNRELIABLE" not in text
+    # ArviZ: the estimate in the evidence group (mean = log Z, sd = se), with no ess or r_hat of synthetic draws
+    # to pass for the run's diagnostics; the posterior group is the model's own draws, as from pm.sample
+    import arviz as az
+
+    summary = az.summary(res, group="evidence", round_to="none")
+    assert list(summary.index) == ["log_z"]
+    assert summary.loc["log_z", "mean"] == pytest.approx(res.log_z, abs=1e-9)
+    assert summary.loc["log_z", "sd"] == pytest.approx(res.log_z_se, rel=0.01)
+    assert summary.loc["log_z", ["ess_bulk", "ess_tail", "r_hat"]].isna().all()
+    assert list(az.summary(res).index) == ["mu"]
 
 
 def test_compare_table_prints_every_column_with_units():
@@ -60,6 +70,16 @@ def test_compare_table_prints_every_column_with_units():
     assert "0.0003" in text and "0.0005" in text  # the se of log Z and of log BF (sqrt(3^2 + 4^2) = 5, x 1e-4)
     assert "-2.500" in text and "log marginal likelihood" in text and "nats" in text
     assert isinstance(table[["log_bf"]], pd.DataFrame)  # still a DataFrame for everything else
+
+
+def test_bayes_factor_in_arviz_stats_naming():
+    """arviz-stats reports a Bayes factor along bf_type = BF10, BF01; pmz's BayesFactor can too."""
+    bf = pmz.bayes_factor((-10.0, 0.3), (-12.0, 0.4))
+    ds = bf.to_dataset()
+    assert list(ds["bf_type"].values) == ["BF10", "BF01"]
+    assert ds["bf"].sel(bf_type="BF10") == pytest.approx(np.exp(2.0))
+    assert ds["bf"].sel(bf_type="BF01") == pytest.approx(np.exp(-2.0))
+    assert ds["log_bf_se"].values == pytest.approx([0.5, 0.5])
 
 
 def test_progress_in_a_log_has_no_repeats(capsys):

@@ -5,6 +5,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import xarray as xr
 import pytest
 
 import pmz
@@ -338,7 +339,7 @@ def test_result_reliability_and_repr():
     lines = str(bad).splitlines()
     assert lines[1].startswith("  log Z = ") and lines[2] == f"  UNRELIABLE: {bad.reliability_reason}"
     assert bad.log_z_se == pytest.approx(0.5)
-    assert "bounds_valid" in bad["evidence"].data_vars
+    assert "bounds_valid" in bad["evidence_stats"].data_vars
 
 
 def test_reliability_survives_netcdf(tmp_path):
@@ -351,17 +352,20 @@ def test_reliability_survives_netcdf(tmp_path):
 
 
 def test_results_from_older_files_read_as_reliable(tmp_path):
+    """A file of the layout before 2026-11-28 (run attrs and log_z draws in posterior, diagnostics in evidence)
+    and before the reliability attrs existed."""
     res = make_result(EvidenceEstimate(log_z=-3.0, log_z_se=0.1, method="ais"))
-    groups = {name: idata.get_group(res, name).copy() for name in res.group_names()}
-    for key in ("reliable", "reliability_reason"):
-        del groups["posterior"].attrs[key]
-    old = idata.build(pmz.EvidenceResult, groups)
+    attrs = {k: v for k, v in res.run_attrs.items() if k not in ("reliable", "reliability_reason", "description")}
+    posterior = xr.Dataset({"log_z": (("chain", "draw"), res.evidence["log_z"].values.reshape(4, 1000))}, attrs=attrs)
+    old = idata.build(pmz.EvidenceResult, {"posterior": posterior, "evidence": idata.get_group(res, "evidence_stats")})
     path = tmp_path / "old.nc"
     old.to_netcdf(str(path))
     back = pmz.load(str(path))
-    assert "reliable" not in back.run_attrs
+    assert "reliable" not in back.run_attrs and back.log_z == -3.0 and back.log_z_se == 0.1
     assert back.reliable is True and back.reliability_reason == "" and "UNRELIABLE" not in repr(back)
     assert json.loads(back.run_attrs["warnings"]) == []
+    assert "evidence" in back.group_names() and "posterior" not in back.group_names()  # the synthetic draws moved
+    assert back.evidence["log_z"].shape == (4000, 1)
 
 
 # --- pmz.evidence ------------------------------------------------------------------------------------------------
@@ -382,8 +386,8 @@ def test_too_short_schedule_with_resampled_reverse_starts_is_unreliable(linear_r
         )  # fmt: skip
     assert res.reliable is False and "resampled forward states" in res.reliability_reason
     assert "UNRELIABLE" in repr(res)
-    assert float(res.evidence["bounds_valid"]) == 0.0
-    assert res.log_z_se >= float(res.evidence["se_bootstrap"])
+    assert float(res.evidence_stats["bounds_valid"]) == 0.0
+    assert res.log_z_se >= float(res.evidence_stats["se_bootstrap"])
 
 
 def test_good_run_stays_reliable(linear_regression):

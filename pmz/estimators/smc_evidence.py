@@ -17,7 +17,9 @@ Standard errors:
 
 The reported ``log_z_se`` is the larger of the two. When the runs spread more than the ideal se allows (the
 statistic ``(J - 1) s^2 / mean_j Var_j`` beyond the ``1 - alpha`` quantile of ``chi^2_{J-1}``, ``alpha = 0.01``),
-a warning says the particles are correlated and the moves should mix more (more ``n_steps_per_temp``).
+a warning says so: the moves mix too little or the runs settled in different modes. Its advice puts first what is
+fast when modes are the cause (posterior draws that visit every mode, passed as ``posterior=``), then more
+``n_steps_per_temp`` or ``n_runs``.
 """
 
 from __future__ import annotations
@@ -55,9 +57,11 @@ def smc_estimate(record: SMCRecord, *, alpha: float = 0.01) -> EvidenceEstimate:
         if p_value < alpha:
             warnings.append(
                 f"pmz: the {J} independent SMC runs spread more than their ideal-condition error bars allow "
-                f"(between-run se {se_between:.3g} vs ideal se {se_ideal:.3g}, p = {p_value:.2g}): the particles "
-                "are correlated because the moves mix too little. The reported se is the between-run one; "
-                "increase n_steps_per_temp (or n_runs for a steadier se)."
+                f"(between-run se {se_between:.3g} vs ideal se {se_ideal:.3g}, p = {p_value:.2g}): the moves mix "
+                "too little, or the runs settled in different modes. The reported se is the between-run one. "
+                "Posterior draws that visit every mode, passed as posterior= (e.g. pm.sample with several "
+                "chains that agree), usually settle it far faster than a longer SMC run; otherwise raise "
+                "n_steps_per_temp (moves per stage) or n_runs (a steadier se)."
             )
     else:
         se_between, p_value = np.nan, np.nan

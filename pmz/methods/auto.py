@@ -56,10 +56,10 @@ In order (the pieces live in :mod:`pmz.methods.auto_chains` and :mod:`pmz.method
 7. **Tempered route.** Resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
    runs giving the se.
 
-The result says which route ran and why (``res.evidence.attrs["route"]``, ``["route_reason"]``), lists every
+The result says which route ran and why (``res.run_attrs["route"]``, ``["route_reason"]``), lists every
 estimate computed on the way (``res.estimates``: the two bridge halves, the path and its halves, SMC), says how
 many modes the modes route found and their masses (``n_modes``, ``mode_masses``), names the
-two independent ones it compared (``res.evidence.attrs["independent_estimates"]``), and holds the posterior draws in
+two independent ones it compared (``res.diagnostics["independent_estimates"]``), and holds the posterior draws in
 ``posterior`` with the model's own names.
 """
 
@@ -391,8 +391,8 @@ def _ordered_warning(fields, log_z) -> str:
     return (
         f"pmz: the prior of {names} as PyMC writes it does not integrate to one (log mass {mass:+.4f}; an ordered "
         f"transform on K exchangeable entries keeps 1/K! of the mass). log Z = {log_z:.4f} is the evidence of the "
-        f"density as written; with the prior normalised it is {log_z - mass:.4f} (res.evidence "
-        "'log_z_normalised_prior'). A Bayes factor between models with different numbers of ordered components "
+        f"density as written; with the prior normalised it is {log_z - mass:.4f} (res.diagnostics["
+        "'log_z_normalised_prior']). A Bayes factor between models with different numbers of ordered components "
         "(K against K') needs the normalised one: the difference of the densities' log Z is off by log(K!/K'!)."
     )
 

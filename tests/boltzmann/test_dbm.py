@@ -116,7 +116,7 @@ def test_evidence_matches_enumeration(method, space):
     6e-5 if the se is right; se 0.024-0.065 over seeds 1-8 against the cap 0.1."""
     truth = dbm_tiny(space=space)
     res = pmz.evidence(truth.model, method=method, random_seed=1, **TINY_OPTIONS)
-    assert res.posterior.attrs["kernel"] == ("rbm_gibbs" if space == "even" else "dbm_layer_gibbs")
+    assert res.run_attrs["kernel"] == ("rbm_gibbs" if space == "even" else "dbm_layer_gibbs")
     assert res.log_z_se < 0.1
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.01
 

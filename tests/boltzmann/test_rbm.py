@@ -306,7 +306,7 @@ def test_evidence_uses_the_rbm_kernel():
     res = pmz.evidence(
         truth.model, method="ais", n_temps=100, n_paths=100, schedule="linear", random_seed=3, progressbar=False
     )
-    assert res.posterior.attrs["kernel"] == "rbm_gibbs"
+    assert res.run_attrs["kernel"] == "rbm_gibbs"
     assert res.log_z_se < 0.15
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.1
 

@@ -251,7 +251,7 @@ def test_next_beta_by_cess(rng):
         next_beta_by_cess(1.0, equal, U, 0.5)
 
 
-# ----------------------------------------------------------------------------- through pmz.evidence
+# ----------------------------------------------------------------------------- through pmz.evidence_stats
 
 
 def test_varopt_and_adaptive_through_evidence(tmp_path):
@@ -278,7 +278,7 @@ def test_varopt_and_adaptive_through_evidence(tmp_path):
             assert np.max(np.diff(beta)) <= 0.02 + 1e-12
         assert res.schedule.attrs["schedule_rule"] == rule
         assert "g" in res.schedule and res.schedule["g"].size > 10
-        assert float(res.evidence["var_log_w_predicted"]) > 0 and float(res.evidence["var_log_w"]) > 0
+        assert float(res.evidence_stats["var_log_w_predicted"]) > 0 and float(res.evidence_stats["var_log_w"]) > 0
         tuning = json.loads(res.work.attrs["tuning"])
         assert tuning["pilot_grad_evals"] > 0  # the pilot's cost is counted
         if rule != "linear":
@@ -315,8 +315,8 @@ def test_varopt_has_lower_log_weight_variance_than_linear(system):
     ratios = []
     for seed in range(3):
         kw = dict(method="ais", n_temps=100, n_paths=128, random_seed=seed, progressbar=False)
-        var_linear = float(pmz.evidence(truth.model, schedule="linear", **kw).evidence["var_log_w"])
-        var_varopt = float(pmz.evidence(truth.model, schedule="varopt", **kw).evidence["var_log_w"])
+        var_linear = float(pmz.evidence(truth.model, schedule="linear", **kw).evidence_stats["var_log_w"])
+        var_varopt = float(pmz.evidence(truth.model, schedule="varopt", **kw).evidence_stats["var_log_w"])
         ratios.append(var_varopt / var_linear)
     if system == "ising":
         assert np.exp(np.mean(np.log(ratios))) < 1.6, ratios

@@ -51,7 +51,7 @@ def _with(name, index, value):
 
 
 # --------------------------------------------------------------------------
-# 1. the first argument of pmz.evidence
+# 1. the first argument of pmz.evidence_stats
 # --------------------------------------------------------------------------
 
 
@@ -304,7 +304,7 @@ def test_load_non_numeric_log_z(tmp_path):
         {"log_z": (("chain", "draw"), np.zeros((1, 5)))}, attrs={"log_z": "abc", "log_z_se": 0.1, "method": "ais"}
     )
     build(RESULT_BASE, {"posterior": posterior}).to_netcdf(str(path))
-    with pytest.raises(ValueError, match="its posterior attribute log_z is 'abc', not a number"):
+    with pytest.raises(ValueError, match="its attribute log_z is 'abc', not a number"):
         pmz.load(str(path))
 
 
@@ -333,7 +333,7 @@ def test_bridge_result_method_is_bridge(tmp_path):
     exact = stats.multivariate_normal(np.zeros(n), np.eye(n) + np.ones((n, n))).logpdf(Y)
     res = pmz.evidence(m, method="bridge", posterior=draws, progressbar=False, random_seed=2, n_bootstrap=20)
     assert res.method == "bridge" and "method='bridge'" in repr(res)
-    assert res["evidence"].attrs["estimator"] == "bar"
+    assert res["evidence_stats"].attrs["estimator"] == "bar"
     assert res.log_z_se < 0.03
     assert abs(res.log_z - exact) < 4 * res.log_z_se + 1e-3
     path = tmp_path / "bridge.nc"

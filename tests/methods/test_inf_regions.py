@@ -95,8 +95,8 @@ def test_likelihood_zero_on_part_of_the_prior(support_model, method):
     res = _run(support_model, method)
     _assert_correct(res, _exact_log_z_a())
     if method in ("ti", "ti_rb", "raise"):  # the prior mass where log L > -inf: P(theta > 2) = 3 e^-2
-        mass = float(res.evidence["log_support_mass"])
-        mass_se = float(res.evidence["log_support_mass_se"]) if method == "raise" else res.log_z_se
+        mass = float(res.evidence_stats["log_support_mass"])
+        mass_se = float(res.evidence_stats["log_support_mass_se"]) if method == "raise" else res.log_z_se
         assert mass_se < 0.2
         assert abs(mass - np.log(3 * np.exp(-2.0))) < 4 * mass_se + 0.02, (mass, mass_se)
 

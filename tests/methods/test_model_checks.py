@@ -85,8 +85,8 @@ def test_ordered_bar_answers_for_the_renormalised_prior_and_warns(ordered_sum):
     truth = _log_z_ordered_sum()
     assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02
     assert res.log_z_se < 0.1
-    assert res.evidence.attrs["prior_unnormalised"] == "mu"
-    assert abs(float(res.evidence["prior_log_mass"]) + np.log(2)) < 0.1
+    assert res.evidence_stats.attrs["prior_unnormalised"] == "mu"
+    assert abs(float(res.evidence_stats["prior_log_mass"]) + np.log(2)) < 0.1
 
 
 def test_ordered_non_exchangeable_prior_is_drawn_by_rejection():
@@ -134,7 +134,7 @@ def test_unnormalised_prior_is_measured_and_warned_about(unnormalised):
     warning needs a log mass beyond 5 se and 0.05 nats (0.92 nats here, se about 3e-4)."""
     with pytest.warns(UserWarning, match=r"does not integrate to one.*'theta'.*method='ais' starts from exact prior"):
         res = pmz.evidence(unnormalised, method="ais", random_seed=1, progressbar=False, n_paths=64, n_temps=30)
-    mass, se = float(res.evidence["prior_log_mass"]), float(res.evidence["prior_log_mass_se"])
+    mass, se = float(res.evidence_stats["prior_log_mass"]), float(res.evidence_stats["prior_log_mass_se"])
     assert abs(mass - 0.5 * np.log(2 * np.pi)) < 4 * se + 0.02
     # the prior-draw answer is the evidence under the normalised prior N(0, 1): y ~ N(0, 11' + I)
     truth = stats.multivariate_normal(np.zeros(2), np.ones((2, 2)) + np.eye(2)).logpdf([0.4, 1.0])
@@ -248,7 +248,7 @@ def test_posterior_draws_of_this_model_pass(normal_mean):
     res = pmz.evidence(normal_mean, method="bridge", posterior=_exact_draws(), random_seed=1, progressbar=False)
     assert "do not look like draws" not in res.reliability_reason
     assert not any("do not look like draws" in w for w in res.warnings)
-    assert abs(float(res.evidence["draws_check"])) < 5 * float(res.evidence["draws_check_se"]) + 0.02
+    assert abs(float(res.evidence_stats["draws_check"])) < 5 * float(res.evidence_stats["draws_check_se"]) + 0.02
 
 
 @pytest.mark.parametrize("method, option", [("bridge", "posterior"), ("bar", "posterior")])

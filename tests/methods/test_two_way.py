@@ -34,7 +34,7 @@ def test_bar_and_bridge_match_exact_log_z(systems, name, method):
     res = pmz.evidence(system.model, method=method, random_seed=SEED, progressbar=False)
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05, (res.log_z, system.log_z, res.log_z_se)
     assert 0 < res.log_z_se < 0.1
-    d = res.evidence
+    d = res.evidence_stats
     assert {"work_forward", "work_reverse"} <= set(res.work.data_vars)
     # every two-way result carries the stochastic bounds: mean(log w_f) <= log Z <= mean(W_r) in expectation; the
     # reverse works' se counts their effective size (bridge: correlated NUTS draws)
@@ -96,7 +96,8 @@ def test_histogram_posterior_is_an_arviz_posterior(systems, posterior_draws):
     )
     draws = res.posterior["log_z"].values.ravel()
     assert draws.size == 1000 and np.unique(draws).size > 900  # real Gibbs draws, not a normal approximation
-    summary = az.summary(res, var_names=["log_z"], kind="stats", round_to="none")
+    np.testing.assert_array_equal(res.evidence["log_z"].values.ravel(), draws)
+    summary = az.summary(res, group="evidence", kind="stats", round_to="none")
     assert abs(summary.loc["log_z", "mean"] - res.log_z) < 1e-9
     assert abs(summary.loc["log_z", "sd"] - res.log_z_se) < 1e-9
     bar = res.estimates.loc["bar", "log_z"]
@@ -118,7 +119,7 @@ def test_bridge_from_user_draws_and_student_t(systems, posterior_draws):
         assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05, (reference, res.log_z, system.log_z)
         assert 0 < res.log_z_se < 0.1
         # the draws' effective size (< their count: MCMC) enters the variance
-        n_eff = float(res.evidence["n_eff_reverse"])
+        n_eff = float(res.evidence_stats["n_eff_reverse"])
         assert 50 < n_eff <= res.work["work_reverse"].size
 
 
@@ -139,7 +140,7 @@ def test_default_reverse_starts_are_independent_hmc_draws(systems):
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.05
     resampled = pmz.evidence(system.model, reverse_start="resample", **opts)
     assert resampled.work.attrs["reverse_start"] == "resample"
-    assert float(resampled.evidence["forward_ess_fraction"]) > 0.5
+    assert float(resampled.evidence_stats["forward_ess_fraction"]) > 0.5
     with pytest.warns(UserWarning, match="inherit the forward run's bias"):
         pmz.evidence(system.model, reverse_start="resample", reverse_burn=0, **opts)
 

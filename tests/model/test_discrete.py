@@ -191,7 +191,7 @@ def test_energy_model_through_evidence():
     work_f, work_r = res.work["work_forward"].values.ravel(), res.work["work_reverse"].values.ravel()
     lower_se = np.std(work_f, ddof=1) / np.sqrt(work_f.size)
     upper_se = np.std(work_r, ddof=1) / np.sqrt(work_r.size)  # independent exact draws
-    assert float(res.evidence["lower"]) - 4 * lower_se <= exact <= float(res.evidence["upper"]) + 4 * upper_se
+    assert float(res.evidence_stats["lower"]) - 4 * lower_se <= exact <= float(res.evidence_stats["upper"]) + 4 * upper_se
 
 
 def test_energy_model_from_pytensor_continuous():

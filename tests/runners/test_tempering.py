@@ -387,6 +387,6 @@ def test_combine_stages_through_evidence(systems):
     truth = systems["normal_mean"]
     kw = dict(method="rts", random_seed=6, progressbar=False, n_sweeps=300, n_temps=20, init="ones", n_initial=6)
     res = pmz.evidence(truth.model, combine_stages=True, **kw)
-    assert res.method == "rts_combined" and res.evidence["n_runs"] >= 1
+    assert res.method == "rts_combined" and res.evidence_stats["n_runs"] >= 1
     assert abs(res.log_z - truth.log_z) < 4 * res.log_z_se + 0.05
     assert res.log_z_se < 0.1
