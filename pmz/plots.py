@@ -79,19 +79,81 @@ def _plain_ticks(ax, axis="x"):
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(formatter)
 
 
+# plot_work shows the works within WORK_FENCE interquartile ranges beyond each direction's quartiles (a far fence:
+# 6 sd from the mean of normal works, so normal works are all shown); the paths beyond are counted in the legend.
+WORK_FENCE = 4.0
+
+
+def _work_window(series, marks):
+    """The x range ``(lo, hi)`` of a work histogram: the data's own range where it has no far tails, else the far
+    fences of the directions' quartiles (a few stuck paths with works of 1e6 nats would squeeze the bulk into one
+    bin). ``marks`` (the estimate, the exact value) widen the range when they lie near it."""
+    values = [v for v in series if v.size]
+    if not values:
+        finite = [m for m in marks if np.isfinite(m)]
+        return (min(finite) - 0.5, max(finite) + 0.5) if finite else (0.0, 1.0)
+    q1 = [np.quantile(v, [0.25, 0.75]) for v in values]
+    fence_lo = min(a - WORK_FENCE * (b - a) for a, b in q1)
+    fence_hi = max(b + WORK_FENCE * (b - a) for a, b in q1)
+    lo = max(fence_lo, min(float(v.min()) for v in values))
+    hi = min(fence_hi, max(float(v.max()) for v in values))
+    width = hi - lo if hi > lo else max(1.0, 1e-6 * abs(lo))
+    for m in marks:  # the estimate or the exact value just outside the works: keep it in view
+        if np.isfinite(m) and lo - width <= m <= hi + width:
+            lo, hi = min(lo, m), max(hi, m)
+    if not hi > lo:
+        lo, hi = lo - width / 2, hi + width / 2
+    pad = 0.02 * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def _outside_note(v, n_infinite, lo, hi) -> str:
+    """``"; 6 above the shown range, up to 1.73e+06"``: the paths of a direction the histogram does not show."""
+    below, above = v[v < lo], v[v > hi]
+    parts = []
+    if below.size:
+        parts.append(f"{below.size} below the shown range, down to {below.min():.3g}")
+    if above.size:
+        parts.append(f"{above.size} above the shown range, up to {above.max():.3g}")
+    if n_infinite:
+        parts.append(f"{n_infinite} with infinite work")
+    return "; " + "; ".join(parts) if parts else ""
+
+
+def _unreliable_note(result, width: int = 70, lines: int = 2) -> str | None:
+    """``"UNRELIABLE: <reason>"`` wrapped to at most ``lines`` lines (None for a reliable result)."""
+    import textwrap
+
+    if bool(getattr(result, "reliable", True)):
+        return None
+    reason = str(getattr(result, "reliability_reason", "") or "see result.reliability_reason").replace("$", r"\$")
+    wrapped = textwrap.wrap("UNRELIABLE: " + reason, width)
+    if len(wrapped) > lines:
+        wrapped = wrapped[: lines - 1] + [textwrap.shorten(" ".join(wrapped[lines - 1 :]), width, placeholder=" …")]
+    return "\n".join(wrapped)
+
+
 def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: float = 0.5, truth=None, title=None):
     """Histograms of forward work and negated reverse work, with ``-(log Z - log Z0)`` marked.
+
+    The x range covers the bulk of the works: where a direction has paths far out (a few paths stuck where the
+    kernel cannot move them have works of 1e5-1e6 nats while the others lie within a few nats), the range stops at
+    the far fences, ``WORK_FENCE`` interquartile ranges beyond the quartiles, and the legend says how many paths
+    of each direction lie outside it and how far. Each histogram is a density of all the finite works of its
+    direction, so one with paths outside the range holds less than 1. An unreliable result
+    (``result.reliable`` False) says so in red in the title, with its reason shortened.
 
     Parameters
     ----------
     result : EvidenceResult
         A result with a ``work`` group (any annealing method; ``work_reverse`` for two-way methods).
     bins : int
+        Bins over the shown range (or numpy's bin rule name, or the bin edges themselves).
     ax : matplotlib Axes, optional
     truth : float, optional
         The exact log Z: ``-(truth - log Z0)`` is marked with a dashed line.
     title : str, optional
-        Default: "Work distributions (<method>)".
+        Default: "Work distributions (<method>)". An unreliable result adds its notice below it.
 
     Returns
     -------
@@ -101,25 +163,48 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
         raise ValueError("pmz: this result has no work group (methods 'ais', 'bar', 'bridge', ... have one)")
     work = get_group(result, "work")
     log_z0 = float(work.attrs.get("log_z0", 0.0))
-    w_f = np.asarray(work["work_forward"]) if "work_forward" in work else None
-    w_r = -np.asarray(work["work_reverse"]) if "work_reverse" in work else None
+    w_f = np.asarray(work["work_forward"], dtype=float) if "work_forward" in work else None
+    w_r = -np.asarray(work["work_reverse"], dtype=float) if "work_reverse" in work else None
     series = [
-        (v[np.isfinite(v)], label, c)
+        (v[np.isfinite(v)], int(np.sum(~np.isfinite(v))), label, c)
         for v, label, c in ((w_f, "forward  $W_f$", colors[0]), (w_r, "reverse  $-W_r$", colors[1]))
         if v is not None
     ]
-    values = np.concatenate([v for v, _, _ in series])
-    edges = np.histogram_bin_edges(values, bins=bins)
+    crossing = -(float(result.log_z) - log_z0)
+    exact = None if truth is None else -(float(truth) - log_z0)
+    marks = [crossing] + ([] if exact is None else [exact])
+    if isinstance(bins, str) or np.ndim(bins) == 0:
+        lo, hi = _work_window([v for v, _, _, _ in series], marks)
+        if isinstance(bins, str):
+            shown = np.concatenate([v[(v >= lo) & (v <= hi)] for v, _, _, _ in series])
+            edges = np.histogram_bin_edges(shown, bins=bins, range=(lo, hi))
+        else:
+            edges = np.linspace(lo, hi, int(bins) + 1)
+    else:
+        edges = np.asarray(bins, dtype=float)
+    lo, hi = float(edges[0]), float(edges[-1])
     ax = _figure_axes() if ax is None else ax
-    for v, label, color in series:
-        ax.hist(v, bins=edges, density=True, alpha=alpha, color=color, label=f"{label} ({v.size} paths)")
-    crossing = -(result.log_z - log_z0)
-    ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {format_log_z(crossing, result.log_z_se)}")
-    if truth is not None:
-        ax.axvline(-(float(truth) - log_z0), color="k", ls="--", lw=1.2, label=f"exact: {-(float(truth) - log_z0):.4f}")
+    for v, n_infinite, label, color in series:
+        counts, _ = np.histogram(v, bins=edges)
+        density = counts / (max(v.size, 1) * np.diff(edges))
+        note = _outside_note(v, n_infinite, lo, hi)
+        ax.hist(edges[:-1], bins=edges, weights=density, alpha=alpha, color=color,
+                label=f"{label} ({v.size + n_infinite} paths{note})")
+    off = "" if lo <= crossing <= hi else " (outside the shown range)"
+    ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {format_log_z(crossing, result.log_z_se)}{off}")
+    if exact is not None:
+        off = "" if lo <= exact <= hi else " (outside the shown range)"
+        ax.axvline(exact, color="k", ls="--", lw=1.2, label=f"exact: {exact:.4f}{off}")
+    ax.set_xlim(lo, hi)
+    _plain_ticks(ax)
     ax.set_xlabel("work  $W = -\\log w$ " + NATS)
     ax.set_ylabel("density (1/nat)")
-    ax.set_title(title if title is not None else f"Work distributions ({result.method})")
+    heading = title if title is not None else f"Work distributions ({result.method})"
+    notice = _unreliable_note(result)
+    if notice is None:
+        ax.set_title(heading)
+    else:
+        ax.set_title(f"{heading}\n{notice}", color="C3", fontsize="medium")
     ax.legend(frameon=False, fontsize="small")
     return ax
 

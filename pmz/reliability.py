@@ -228,6 +228,14 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _fmt_log_z(x: float, scale: float) -> str:
+    """A log Z value with the decimals that show differences of size ``scale`` (two significant digits of it):
+    ``-427.073`` and ``-427.177`` where three significant digits would print both as ``-427``."""
+    ok = np.isfinite(scale) and scale > 0
+    decimals = int(min(8, max(1, 1 - np.floor(np.log10(scale))))) if ok else 3
+    return f"{x:.{decimals}f}"
+
+
 def _largest(*values) -> float:
     return max([0.0] + [float(v) for v in values if v is not None and np.isfinite(v)])
 
@@ -555,14 +563,16 @@ def second_estimate(ctx: _Context) -> _Finding | None:
     second, second_se = _pair(ctx.diagnostics.estimate_of(names[1]))
     if second is None or second_se is None:
         return None
+    first_name = names[0]
     if first is None or first_se is None:
-        first, first_se = ctx.estimate.log_z, ctx.se0
+        first, first_se, first_name = ctx.estimate.log_z, ctx.se0, "the estimate"
     diff, combined = abs(first - second), float(np.hypot(first_se, second_se))
     if not diff > DISAGREEMENT_Z * combined:
         return None
     z = diff / combined if combined > 0 else np.inf
     return _Finding(
-        f"two independent estimates disagree ({_fmt(first)} vs {_fmt(second)}, {z:.1f} combined se)", diff / 2
+        f"two independent estimates disagree ({first_name} {_fmt_log_z(first, combined)} vs {names[1]} "
+        f"{_fmt_log_z(second, combined)}, {z:.1f} combined se)", diff / 2
     )
 
 
@@ -631,7 +641,8 @@ def chain_groups(ctx: _Context) -> _Finding | None:
         return _Finding("", floor) if floor else None
     return _Finding(
         f"the run's {n} independent groups of chains disagree beyond their own se (chi-square {_fmt(chi2)} on "
-        f"{n - 1} degrees of freedom, their estimates spread from {_fmt(values.min())} to {_fmt(values.max())}): "
+        f"{n - 1} degrees of freedom, their estimates spread from {_fmt_log_z(values.min(), float(ses.min()))} to "
+        f"{_fmt_log_z(values.max(), float(ses.min()))}): "
         "the chains do not mix along the ladder or over the support (a discrete variable whose moves cannot cross "
         'it, separate modes), so the se of one run does not cover the error; use method="auto" or method="smc"',
         max(floor, float(np.std(values, ddof=1))),

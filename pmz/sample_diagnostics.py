@@ -66,7 +66,13 @@ def _gpd_fit(tail):
 
 
 def pareto_khat(log_ratios) -> float:
-    """Pareto k-hat of the right tail of ``exp(log_ratios)`` (NaN/inf-safe; ``inf`` if any ratio is +inf)."""
+    """Pareto k-hat of the right tail of ``exp(log_ratios)`` (NaN/inf-safe; ``inf`` if any ratio is +inf).
+
+    The tail is the ``M = min(0.2 S, 3 sqrt(S))`` largest of ``S`` ratios. Where those ``M + 1`` span more than
+    700 nats, fewer than ``M + 1`` draws carry all the weight (the smaller exceedances underflow): ``inf``. Exact
+    ties among them (repeated draws, e.g. resampled ones) are broken by ``1e-9`` nats in sorted order, so that the
+    fit sees distinct exceedances instead of zeros. NaN for fewer than 25 ratios (under 5 exceedances to fit).
+    """
     r = np.asarray(log_ratios, dtype=float)
     if np.any(r == np.inf) or np.any(np.isnan(r)):
         return np.inf
@@ -76,9 +82,15 @@ def pareto_khat(log_ratios) -> float:
         return np.nan
     M = int(min(0.2 * S, 3 * np.sqrt(S)))
     r = np.sort(r)
+    if r[-1] - r[-M - 1] > 700.0:
+        return np.inf
+    if np.any(np.diff(r[-M - 1 :]) == 0):
+        r = r + 1e-9 * np.arange(S)
     cutoff = r[-M - 1]
     tail = np.exp(r[-M:] - r[-1]) - np.exp(cutoff - r[-1])
-    if not np.all(tail > 0) or tail.size < 5:
-        return 0.0
+    if tail.size < 5:
+        return np.nan  # too few exceedances to fit (20-24 ratios)
+    if not np.all(tail > 0):
+        return np.inf  # exceedances lost to underflow: the largest ratio carries the weight
     k, _ = _gpd_fit(tail)
     return float(k)

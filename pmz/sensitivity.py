@@ -7,12 +7,15 @@ Replacing the prior ``p(theta)`` by ``p'(theta)`` (same likelihood) changes the 
 
 estimated from the run's posterior draws ``theta_1 .. theta_n`` by ``log Z + log((1/n) sum_i w_i)``. Only the
 replaced variables enter ``w`` (:mod:`pmz.model.prior_ratio`). Its standard error combines the run's own se with
-the Monte Carlo se of the log mean weight, by the delta method:
+the Monte Carlo se of the log mean weight (delta method):
 
-    se(log Z')^2 = se(log Z)^2 + (MCSE(w) / mean(w))^2
+    se(log Z') = se(log Z) + MCSE(w) / mean(w)
 
 where ``MCSE(w)`` is ArviZ's Monte Carlo se of the mean over the draws' chains (autocorrelated MCMC draws count
-for their effective number). The two terms are added as if independent.
+for their effective number). The two are added, not combined in quadrature: the draws usually come from the run
+that gave log Z (auto's own draws, the draws a bridge estimate used), so the two errors may be correlated, and the
+sum is the largest se the sum of two errors can have whatever their correlation (at most 1.41 times the
+independent value).
 
 When can the draws answer? The Pareto k-hat of the weights' right tail (:func:`pmz.sample_diagnostics.pareto_khat`;
 Vehtari, Simpson, Gelman, Yao & Gabry 2024) says whether ``w`` has the finite variance the se assumes. The rule
@@ -40,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .compare import _log_z_and_se, _verdict
-from .inference_data import is_inference_data, mcse_mean, posterior_group
+from .inference_data import get_group, is_inference_data, mcse_mean
 from .sample_diagnostics import pareto_khat
 from .weights import ess as kish_ess
 from .weights import log_mean_weight
@@ -160,12 +163,12 @@ def _row(log_w, chain, log_z0, se0, limit, reliable0, reason0) -> dict:
         mcse = mcse_mean(_by_chain(w, chain))
         ess_mcmc = float(np.var(w, ddof=1) / mcse**2) if mcse > 0 else float(n)
     ratio_se = mcse / mean
-    khat = _pareto_khat(log_w)
+    khat = pareto_khat(log_w)
     ess = kish_ess(log_w) * min(ess_mcmc, n) / n
     reliable, reason = reliable0, reason0 and f"the run itself is unreliable: {reason0}"
-    log_z_se = float(np.hypot(se0, ratio_se))
+    log_z_se = float(se0 + ratio_se)  # whatever the correlation of the two errors (module docstring)
     if not np.isfinite(khat) or khat > limit:
-        what = "NaN (fewer than 20 draws)" if np.isnan(khat) else f"{khat:.2f} > {limit:.2f}"
+        what = "NaN (fewer than 25 draws: too few to fit the tail)" if np.isnan(khat) else f"{khat:.2f} > {limit:.2f}"
         reason = (f"Pareto k-hat {what}: the alternative prior puts its mass where the {n} posterior draws are "
                   "few, so reweighting them cannot estimate log Z under it (se set to inf; the value is likely "
                   "too low); fit the model with this prior" + (f"; {reason}" if reason else ""))
@@ -176,25 +179,6 @@ def _row(log_w, chain, log_z0, se0, limit, reliable0, reason0) -> dict:
                   + (f"; {reason}" if reason else ""))
         reliable = False
     return dict(zip(COLUMNS, (log_z0 + log_ratio, log_z_se, log_ratio, ratio_se, khat, ess, bool(reliable), reason)))
-
-
-def _pareto_khat(log_w) -> float:
-    """:func:`pmz.sample_diagnostics.pareto_khat` of draws that may repeat (a result's resampled posterior draws).
-
-    Exact ties among the largest ratios are broken by ``1e-9`` nats (in the draws' order), so that the tail fit sees
-    distinct exceedances; where the ``M + 1`` largest ratios span more than 700 nats (``M`` the tail size,
-    ``min(0.2 n, 3 sqrt(n))``), fewer than ``M + 1`` draws carry the weight and ``inf`` is returned."""
-    r = np.asarray(log_w, dtype=float)
-    finite = r[np.isfinite(r)]
-    m = int(min(0.2 * finite.size, 3 * np.sqrt(finite.size)))
-    if finite.size >= 20 and np.isfinite(r).sum() == r.size:
-        top = np.sort(finite)[-m - 1 :]
-        if top[-1] - top[0] > 700.0:
-            return np.inf
-    order = np.argsort(r, kind="stable")
-    jitter = np.empty(r.size)
-    jitter[order] = 1e-9 * np.arange(r.size)
-    return pareto_khat(r + np.where(np.isfinite(r), jitter, 0.0))
 
 
 def _as_dtype(values, dtype) -> np.ndarray:
@@ -218,8 +202,8 @@ def _draws_of(result, posterior, model):
         return posterior
     names = [rv.name for rv in model.free_RVs]
     if is_inference_data(result):
-        group = posterior_group(result)
-        if all(name in group for name in names):
+        group = get_group(result, "posterior")  # a pmz result without model draws has no posterior group
+        if group is not None and all(name in group for name in names):
             return group
     method = getattr(result, "method", None)
     what = f"this result (method={method!r})" if method else f"a {type(result).__name__}"

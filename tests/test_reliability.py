@@ -180,6 +180,10 @@ def test_second_estimate():
     out = assess(_two_way(estimates={"second": (-11.0, 0.1)}, independent_estimates=pair))
     assert not out.reliable and "two independent estimates disagree" in out.reliability_reason
     assert out.log_z_se == pytest.approx(0.5)  # the 2-se interval reaches the other estimate
+    # the values print with the decimals their se needs: "-427 vs -427" said nothing of path_a -427.073 vs path_b
+    halves = {"path_a": (-427.073, 0.021), "path_b": (-427.177, 0.026)}
+    close = assess(_two_way(estimates=halves, independent_estimates=["path_a", "path_b"]))
+    assert "(path_a -427.073 vs path_b -427.177, 3.1 combined se)" in close.reliability_reason
     # method="auto" reports the mean of its pair: the pair itself is compared
     auto = EvidenceEstimate(
         log_z=-10.5, log_z_se=0.5, method="auto",

@@ -533,6 +533,15 @@ def test_diagnostics():
     rng = np.random.default_rng(0)
     assert pareto_khat(rng.normal(size=4000)) < 0.3
     assert pareto_khat(np.log(rng.pareto(1 / 0.9, 4000) + 1)) > 0.7
+    # repeated draws (resampled ones) tie in the tail: the fit sees them, a heavy tail is not read as k = 0
+    heavy = np.log(rng.pareto(1 / 0.9, 1000) + 1)
+    assert pareto_khat(np.repeat(heavy, 4)) > 0.7
+    assert abs(pareto_khat(np.repeat(rng.normal(size=1000), 4)) - pareto_khat(rng.normal(size=4000))) < 0.3
+    # a few ratios hundreds of nats above the rest carry all the weight: inf, not the 0 of underflowed exceedances
+    spiky = rng.normal(size=4000)
+    spiky[:3] += [800.0, 900.0, 1000.0]
+    assert pareto_khat(spiky) == np.inf
+    assert np.isnan(pareto_khat(rng.normal(size=22)))  # too few exceedances to fit
     mixed = rng.normal(size=(8, 200, 2))
     assert np.all(split_rhat(mixed) < 1.02)
     mixed[0] += 3
