@@ -251,7 +251,7 @@ def test_next_beta_by_cess(rng):
         next_beta_by_cess(1.0, equal, U, 0.5)
 
 
-# ----------------------------------------------------------------------------- through pmz.evidence_stats
+# ----------------------------------------------------------------------------- through pmz.evidence
 
 
 def test_varopt_and_adaptive_through_evidence(tmp_path):

@@ -51,7 +51,7 @@ def _with(name, index, value):
 
 
 # --------------------------------------------------------------------------
-# 1. the first argument of pmz.evidence_stats
+# 1. the first argument of pmz.evidence
 # --------------------------------------------------------------------------
 
 
