@@ -266,19 +266,15 @@ _SYNTHETIC = (
 _GIBBS = "The histogram method's Gibbs posterior over log Z (also in the posterior group)."
 
 
-def _evidence_dataset(estimate: EvidenceEstimate, n: int, rng) -> xr.Dataset:
-    """The ``evidence`` group: ``log_z`` (chain, draw) describing the estimate (module docstring)."""
-    if estimate.log_z_draws is not None:
-        draws = np.asarray(estimate.log_z_draws, dtype=float)
-        draws = draws.reshape(1, -1) if draws.ndim == 1 else draws
-        what = _GIBBS
-    else:
-        draws = _normal_draws(estimate.log_z, estimate.log_z_se, n, rng).reshape(n, 1)
-        what = _SYNTHETIC
+def _evidence_dataset(draws, own: bool, attrs: dict) -> xr.Dataset:
+    """The ``evidence`` group (module docstring): ``log_z`` (chain, draw) with the run's ``attrs``; ``own``: the
+    method's posterior over log Z, else the synthetic normal draws, one per chain."""
+    draws = np.asarray(draws, dtype=float)
+    draws = (draws.reshape(1, -1) if draws.ndim == 1 else draws) if own else draws.reshape(-1, 1)
     return xr.Dataset(
         {"log_z": (("chain", "draw"), draws)},
         coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
-        attrs={"description": EVIDENCE_NOTE.format(what=what)},
+        attrs={**attrs, "description": EVIDENCE_NOTE.format(what=_GIBBS if own else _SYNTHETIC)},
     )
 
 
@@ -495,10 +491,12 @@ def make_result(
     }
     for key, value in (attrs or {}).items():
         post_attrs[key] = _netcdf_attr(value)
-    evidence = _evidence_dataset(estimate, n_chains * n_draws, rng)
-    evidence.attrs = {**post_attrs, "description": evidence.attrs["description"]}
+    own = estimate.log_z_draws is not None
+    n = n_chains * n_draws
+    draws = estimate.log_z_draws if own else _normal_draws(estimate.log_z, estimate.log_z_se, n, rng)
+    evidence = _evidence_dataset(draws, own, post_attrs)
     posterior = None
-    if estimate.log_z_draws is not None:  # the method's own posterior over log Z: draws of a sampler
+    if own:  # the method's own posterior over log Z: draws of a sampler
         posterior = xr.Dataset({"log_z": evidence["log_z"].variable}, coords=evidence.coords)
     if posterior_draws is not None:
         same = posterior is not None and all(
@@ -570,17 +568,13 @@ def _upgrade_layout(groups: dict[str, xr.Dataset]) -> dict[str, xr.Dataset]:
     attrs = dict(posterior.attrs)
     own = str(attrs.get("method")) == "histogram"
     if "log_z" in posterior:
-        draws = posterior["log_z"].values if own else posterior["log_z"].values.reshape(-1, 1)
+        draws = posterior["log_z"].values
     else:
         try:
-            draws = np.array([[float(attrs["log_z"])]])
+            draws = np.array([float(attrs["log_z"])])
         except (TypeError, ValueError):
-            draws = np.array([[np.nan]])
-    groups["evidence"] = xr.Dataset(
-        {"log_z": (("chain", "draw"), draws)},
-        coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
-        attrs={**attrs, "description": EVIDENCE_NOTE.format(what=_GIBBS if own else _SYNTHETIC)},
-    )
+            draws = np.array([np.nan])
+    groups["evidence"] = _evidence_dataset(draws, own, attrs)
     model_draws = posterior if own else posterior.drop_vars("log_z", errors="ignore")
     if model_draws.data_vars:
         groups["posterior"] = model_draws.assign_attrs(attrs)
