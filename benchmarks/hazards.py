@@ -1,6 +1,6 @@
 """The hazard matrix, measured: every method on every hazard, over seeds, and the table docs/errors.md shows.
 
-Each cell is :func:`pmz.hazard_matrix.run_cell` (the method with the matrix's options on the hazard's model,
+Each cell is :func:`pmz.studies.hazard_matrix.run_cell` (the method with the matrix's options on the hazard's model,
 compile included); its outcome is ``answered`` (reliable and within 4 se + 0.02 of the exact log Z), ``flagged``
 (``reliable=False``), ``error`` (a clear pmz error), ``wrong`` (reliable and beyond 4 se) or ``crash`` (another
 exception). Every cell is one JSON line in ``benchmarks/results/hazards.jsonl`` (keyed by method, hazard, seed and
@@ -46,7 +46,7 @@ def load(cache: Path) -> list[dict]:
 def run(rows, columns, seeds, cache: Path) -> None:
     import pymc as pm
 
-    from pmz.hazard_matrix import applies, run_cell
+    from pmz.studies.hazard_matrix import applies, run_cell
 
     done = {_key(r) for r in load(cache)}
     for seed in seeds:
@@ -67,7 +67,7 @@ def run(rows, columns, seeds, cache: Path) -> None:
 def table(cache: Path) -> tuple[str, str, list[str], int, float]:
     """The matrix as markdown (a cell: the outcomes seen over the seeds and stacks, e.g. ``A`` or ``A/F``), one line
     per method naming the hazards it was flagged on or refused, the PyMC versions, the seeds and the minutes run."""
-    from pmz.hazard_matrix import ROWS, applies
+    from pmz.studies.hazard_matrix import ROWS, applies
     from pmz.systems.hazards import hazard_names
 
     rows = load(cache)
@@ -95,7 +95,7 @@ def table(cache: Path) -> tuple[str, str, list[str], int, float]:
 
 
 def main() -> None:
-    from pmz.hazard_matrix import ROWS
+    from pmz.studies.hazard_matrix import ROWS
     from pmz.systems.hazards import hazard_names
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,13 +115,14 @@ def main() -> None:
     text = ("Every method of `pmz.evidence` (rows; `st_step` and `wl_step`: `pmz.tempered_evidence` after `pm.sample` "
             "with `pmz.SimulatedTempering` or `pmz.WangLandau`) on every hazard of `pmz.systems.hazards` (columns), "
             "each a small model with an exact log Z. A method meets a hazard well when it answers within its error "
-            "bar or says it cannot; tests/test_hazards.py asserts that for every cell, on both PyMC stacks.\n\n"
+            "bar or says it cannot; tests/studies/test_hazards.py asserts that for every cell, on both PyMC stacks.\n\n"
             f"{body}\n\nA: answered (reliable, within 4 se + 0.02 of the exact log Z); F: flagged unreliable; "
             f"E: a pmz error that names the problem; W!: reliable and wrong; C!: another exception; --: the "
             f"column does not apply (no posterior= draws). A cell lists every outcome seen over {n_seeds} seeds on "
             f"PyMC {' and '.join(versions)}; {total / 60:.0f} minutes of runs in all. Columns: "
-            f"`pmz.systems.hazards`; rows and options: `pmz.hazard_matrix`; command: `python benchmarks/hazards.py "
-            f"--seeds 2` (per PyMC stack), then `python benchmarks/hazards.py --report --write-doc`.\n\n"
+            f"`pmz.systems.hazards`; rows and options: `pmz.studies.hazard_matrix`; command: "
+            f"`python benchmarks/hazards.py --seeds 2` (per PyMC stack), then "
+            f"`python benchmarks/hazards.py --report --write-doc`.\n\n"
             f"Per method:\n\n{summary}")
     print(text)
     if args.write_doc:

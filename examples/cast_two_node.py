@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from pmz.families import EnergyFamily
-from pmz.runners import run_cast, uniform_ladder
+from pmz.runners import CASTSettings, run_cast, uniform_ladder
 from pmz.systems import partition_of, two_node_mrf
 
 COUPLING = 5.0
@@ -96,9 +96,9 @@ def two_node_table(n_runs, seed):
             for interval in (10, 50):
                 if label.startswith("[0.9") and interval == 10:
                     continue
+                settings = CASTSettings(n_pairs=N_CHAINS, n_steps=n_steps, swap_interval=interval)
                 runs[(label, interval)] = run_cast(
-                    family, kernel, betas, rng=rng, n_pairs=N_CHAINS, n_steps=n_steps, swap_interval=interval,
-                    start_x=start, start_fast_x=start,
+                    family, kernel, betas, settings=settings, rng=rng, start_x=start, start_fast_x=start
                 )
         for h in HORIZONS:
             add = lambda name, row: results.setdefault((name, h), []).append(row)  # noqa: E731
@@ -196,7 +196,7 @@ def swap_bias_table(seed, n_runs=8, n_pairs=200, n_steps=4000):
     exact = float(p @ states.mean(axis=1) ** 2 / p.sum())
     betas = uniform_ladder(0.0, 9)
     log_z = np.array([ising_log_z_exact(L, b * J) for b in betas])
-    frozen = dict(log_g=log_z - log_z[0], adapt=False)  # simulated tempering with the exact weights
+    exact_log_g = log_z - log_z[0]  # "frozen at exact": simulated tempering with the exact weights
     lines = [
         f"| swap rule | swap_interval | weights | E[m^2] - exact ({exact:.5f}) | se | z | swaps per swap step |",
         "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
@@ -206,10 +206,12 @@ def swap_bias_table(seed, n_runs=8, n_pairs=200, n_steps=4000):
         ("last", 10, "frozen at exact"), ("exchange", 1, "frozen at exact"),
     ):
         errors, rates = [], []
-        options = frozen if weights.startswith("frozen") else {}
+        is_frozen = weights.startswith("frozen")
+        settings = CASTSettings(n_pairs=n_pairs, n_steps=n_steps, swap_interval=interval, swap=swap,
+                                adapt=not is_frozen)
         for rng in np.random.default_rng(seed).spawn(n_runs):
-            run = run_cast(EnergyFamily(model), model.kernel, betas, rng=rng, n_pairs=n_pairs, n_steps=n_steps,
-                           swap_interval=interval, swap=swap, **options)
+            run = run_cast(EnergyFamily(model), model.kernel, betas, settings=settings, rng=rng,
+                           log_g=exact_log_g if is_frozen else None)
             m2 = run.slow_draws[n_steps // 10:].mean(axis=2) ** 2
             errors.append(float(m2.mean()) - exact)
             rates.append(run.swaps.sum() / (run.n_swap_steps * n_pairs))

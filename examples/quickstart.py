@@ -21,7 +21,7 @@ y = X @ np.array([0.5, -1.0, 0.3]) + sigma * rng.normal(size=n_obs)
 with pm.Model() as quadratic:
     beta = pm.Normal("beta", 0.0, tau, shape=3)
     pm.Normal("y", X @ beta, sigma, observed=y)
-    res_quadratic = pmz.evidence(random_seed=1)  # default method: "auto" (HMC draws + bridge sampling)
+    res_quadratic = pmz.evidence(random_seed=1)  # default method="auto"; print(res_quadratic) names its route and why
 
 with pm.Model() as linear:
     beta = pm.Normal("beta", 0.0, tau, shape=2)

@@ -17,20 +17,27 @@ the ``__all__`` of its ``__init__`` (``from pmz.systems import normal_mean``, no
   (with their schedules) ``pmz.evidence`` is built from, for research code that calls them directly.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from . import boltzmann, estimators, families, gp, methods, runners, systems
 from .api import evidence
-from .calibration import BayesFactorCalibration, calibrate_bayes_factors
-from .calibration_plots import calibration_curve, plot_bayes_factor_calibration
 from .compare import BayesFactor, bayes_factor, compare
 from .model.energy_model import BernoulliBase, EnergyModel, UniformCategorical, UniformSpins
 from .model.pymc import ModelSpecificationError
-from .plots import format_log_z, plot_log_z, plot_schedule, plot_smc, plot_tempering, plot_work
+from .plots import (
+    calibration_curve,
+    format_log_z,
+    plot_bayes_factor_calibration,
+    plot_log_z,
+    plot_prior_sensitivity,
+    plot_schedule,
+    plot_smc,
+    plot_tempering,
+    plot_work,
+)
 from .results import EvidenceResult, load
-from .sensitivity import bayes_factor_sensitivity, prior_sensitivity
-from .sensitivity_plot import plot_prior_sensitivity
 from .step_methods import CAST, GPRMHMC, SimulatedTempering, WangLandau, tempered_evidence, tempered_weights
+from .studies import BayesFactorCalibration, bayes_factor_sensitivity, calibrate_bayes_factors, prior_sensitivity
 
 __all__ = [
     "evidence",

@@ -25,6 +25,7 @@ from .model.energy_model import EnergyModel
 from .model.bambi import from_bambi
 from .model.posterior_draws import posterior_dataset
 from .model.target import count_evaluations
+from .records import RunNotes
 from .registry import DEFAULT_METHOD, METHODS
 from .results import EvidenceResult, issue_warnings, make_result
 from .sequences.base import SMCSequence
@@ -76,7 +77,7 @@ def evidence(
         Gaussian, a path from that Gaussian where the overlap is poor, importance sampling or SMC from a mixture
         over the modes where the chains sit in separate modes and SMC from the prior where they diverge; small
         discrete supports are summed out, and a model of discrete variables only with few joint values is summed
-        exactly (see :mod:`pmz.methods.auto`).
+        exactly (see :mod:`pmz.auto`).
         ``"bar"``: forward and reverse annealing along the power posterior ``prior x likelihood^beta``
         (or a geometric path from ``reference``), Bennett acceptance ratio (Habeck 2017). ``"ais"``: forward
         only, Jarzynski. ``"raise"``: reverse only. ``"cumulant"``, ``"bounds"``, ``"histogram"`` (posterior over
@@ -250,8 +251,9 @@ def _run(model, method, spec, options, random_seed, progressbar, executor, check
     posterior_draws = None
     if getattr(record, "posterior_x", None) is not None:  # auto: its equally weighted posterior draws, model names
         posterior_draws = posterior_dataset(target, record.posterior_x)
-    if isinstance(estimate.diagnostics, AutoDiagnostics):  # method="auto": which route ran, and why
+    if isinstance(estimate.diagnostics, AutoDiagnostics):  # method="auto": which route ran, why, and what it tried
         attrs["route"], attrs["route_reason"] = estimate.diagnostics.route, estimate.diagnostics.route_reason
+        attrs["routes_tried"] = list(estimate.diagnostics.routes_tried or ())
     record = getattr(record, "result_record", record)  # a composite route (auto) shows its main run's groups
     return make_result(
         estimate, record=record, particles=particles, attrs=attrs, rng=result_rng, posterior_draws=posterior_draws
@@ -309,9 +311,9 @@ def _non_finite(estimate, target, before, record):
 
 
 def _interrupted(record) -> str:
-    """What a record says about an interruption it survived (``tuning["interrupted"]``), or ""."""
-    tuning = getattr(record, "tuning", None)
-    return str(tuning.get("interrupted", "")) if isinstance(tuning, dict) else ""
+    """What a record says about an interruption it survived (``notes.interrupted``), or ""."""
+    notes = getattr(record, "notes", None)
+    return notes.interrupted if isinstance(notes, RunNotes) else ""
 
 
 def _partial(estimate, chunks):
@@ -360,7 +362,7 @@ def _versions() -> dict:
     import arviz
     import pytensor
 
-    from . import __version__
+    from .version import __version__
 
     return {
         "pmz_version": __version__,

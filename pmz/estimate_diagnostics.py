@@ -63,8 +63,14 @@ class Diagnostics:
         Other estimates of the same run, ``{name: (log_z, se)}``: BAR of a two-way run's paths (``"bar"``), every
         cheap estimator of a tempering trace, the histogram's maximum (``"ml"``), auto's halves and routes.
     independent_estimates : list of str or None
-        Two names in ``estimates`` whose estimates are independent (auto's two halves): a difference beyond their
-        combined se is a verdict.
+        The names of the estimates an answer rests on (the default's two halves; its one estimate where it has no
+        second): stored for the reader.
+    independent : tuple of (name, log_z, se) or None
+        The two independent estimates themselves (the default's check): a difference beyond their combined se is a
+        verdict (:func:`pmz.reliability.second_estimate`).
+    bar_same_paths : (log_z, se) or None
+        BAR of the same forward and reverse paths, for another estimator of a two-way run (RAISE, cumulant,
+        histogram, bounds); also in ``estimates`` under "bar".
     unreliable : str or None
         A reason, given by the method itself, why the estimate cannot be trusted (draws given as ``posterior=``
         that do not look like the model's posterior, ...); "" or None: none.
@@ -84,21 +90,19 @@ class Diagnostics:
     bootstrap_log_z: np.ndarray | None = None
     estimates: dict | None = None
     independent_estimates: list | None = None
+    independent: tuple | None = _unstored()
+    bar_same_paths: tuple | None = _unstored()
     unreliable: str | None = None
     prior_log_mass: float | None = None
     prior_log_mass_se: float | None = None
     prior_unnormalised: str | None = None
     log_support_mass: float | None = None
 
-    def estimate_of(self, name: str) -> tuple:
-        """``(log_z, se)`` of the estimate ``name`` in :attr:`estimates`; ``(None, None)`` when absent."""
-        return (self.estimates or {}).get(name, (None, None))
-
     @property
     def bar_of_same_paths(self) -> tuple:
         """``(log_z, se)`` of BAR of the same forward and reverse paths (Bennett's se); ``(None, None)`` when the
         estimate is BAR itself or no such run exists."""
-        return self.estimate_of("bar")
+        return (None, None) if self.bar_same_paths is None else self.bar_same_paths
 
     def with_estimates(self, more: dict):
         """These diagnostics with ``more`` added to :attr:`estimates` (``more`` wins for a shared name)."""
@@ -475,7 +479,7 @@ class SMCDiagnostics(Diagnostics):
 
 @dataclass(frozen=True)
 class AutoDiagnostics(Diagnostics):
-    """The default route, ``method="auto"`` (:mod:`pmz.methods.auto`). Its ``estimates`` table holds every estimate
+    """The default route, ``method="auto"`` (:mod:`pmz.auto`). Its ``estimates`` table holds every estimate
     computed on the way and ``independent_estimates`` the two it compared.
 
     Attributes
@@ -484,6 +488,11 @@ class AutoDiagnostics(Diagnostics):
         The route that gave the estimate.
     route_reason : str or None
         One line: why this route.
+    proof : str or None
+        For an exact answer (se 0): the property of the model that makes it exact.
+    routes_tried : list of str or None
+        Every route the plan asked, in order, and what came of it (``"latent: does not apply (...)"``,
+        ``"bridge: handed over (...)"``, ``"path: answered (...)"``).
     timeline : list of str or None
         ``"<step>: <seconds> s"`` since the start, one per step.
     rhat : float or None
@@ -521,6 +530,8 @@ class AutoDiagnostics(Diagnostics):
 
     route: str | None = None
     route_reason: str | None = None
+    proof: str | None = None
+    routes_tried: list | None = None
     timeline: list | None = None
     rhat: float | None = None
     growth: float | None = None

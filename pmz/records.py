@@ -11,14 +11,164 @@ weight of a forward annealing path is ``log w_f = sum_k (b_k - b_{k-1}) U(x_{k-1
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 
 from .estimate_diagnostics import Diagnostics
 
-__all__ = ["KnownTruth", "WorkRecord", "BidirectionalRecord", "TemperingTrace", "SMCRecord", "EvidenceEstimate"]
+__all__ = [
+    "KnownTruth",
+    "RunNotes",
+    "DrawsCheck",
+    "DrawsTrust",
+    "WorkRecord",
+    "BidirectionalRecord",
+    "TemperingTrace",
+    "SMCRecord",
+    "EvidenceEstimate",
+]
+
+
+@dataclass(frozen=True)
+class DrawsCheck:
+    """The Stein check of posterior draws (:func:`pmz.runners.draws_check.check_draws`): the effect of largest
+    ``|z|`` over the coordinates and both identities.
+
+    Attributes
+    ----------
+    effect : float
+        ``E[g sd]`` (location) or ``E[(x - mean) g] + 1`` (spread) of that test, ``g = d log p / dx``: 0 for draws
+        of this model's posterior.
+    se : float
+        Its standard error (over the chains' effective size).
+    mismatch : str
+        Why the draws do not look like this model's posterior, naming the variable; "" when they pass.
+    """
+
+    effect: float
+    se: float
+    mismatch: str = ""
+
+
+@dataclass(frozen=True)
+class DrawsTrust:
+    """The verdict on posterior draws that pmz did not make with its own dispersed chains (``posterior=``, or
+    bridge sampling's ``pm.sample``): :mod:`pmz.runners.draw_trust`.
+
+    Attributes
+    ----------
+    check : DrawsCheck or None
+        The Stein check (None: not run, or nothing to test).
+    divergences : int or None
+        The sampler's divergent transitions, where its draws record them.
+    divergent : str
+        Why those divergences make the draws untrustworthy ("" when they are few).
+    missed_mode : str or None
+        Why the draws miss a mode a climb from prior draws found ("" when none that matters; None: not searched).
+    """
+
+    check: DrawsCheck | None = None
+    divergences: int | None = None
+    divergent: str = ""
+    missed_mode: str | None = None
+
+    @property
+    def mismatch(self) -> str:
+        return "" if self.check is None else self.check.mismatch
+
+    def to_dict(self) -> dict:
+        """The keys a result stores in its ``tuning`` attribute, the notes as JSON (serialisation only)."""
+        out = {}
+        if self.check is not None:
+            out.update(draws_check=self.check.effect, draws_check_se=self.check.se,
+                       posterior_mismatch=self.check.mismatch)
+        if self.divergences is not None:
+            out.update(divergences=self.divergences, draws_divergent=self.divergent)
+        if self.missed_mode is not None:
+            out["draws_missed_mode"] = self.missed_mode
+        return out
+
+
+@dataclass(frozen=True)
+class RunNotes:
+    """How a run was set up and what happened on the way: the typed notes every record carries (``notes``).
+
+    Runners and the method layer write them once, when the record is built; nothing changes them afterwards
+    (:func:`dataclasses.replace` makes a new record). What pmz reads back has a field of its own; the rest is a
+    description for the reader of the result.
+
+    Attributes
+    ----------
+    description : dict
+        Settings and counts for the reader (the pilot's size and evaluations, the schedule rule, SMC's settings,
+        the sequence's own description, ...); stored in the result, never read back by pmz.
+    nothing_to_anneal : str
+        Why the path has no length (no likelihood, ``U = 0``): one step from f0 to f1 = f0, exact.
+    metric_beta, metric_g : ndarray or None
+        The pilot's thermodynamic metric ``g(b) = Var_b[U]`` on its grid of temperatures.
+    thermodynamic_length, predicted_var_log_w : float or None
+        What that metric says of the schedule: its length and the variance of the log weights it predicts.
+    schedule_rule : str or None
+        The schedule's rule (a name, or "array").
+    reverse_start : str or None
+        Where reverse paths started (:mod:`pmz.runners.bidirectional`).
+    gamma_threshold : float or None
+        SMC: ARM's threshold of ``R_eff / R_n`` below which a stage generates particles.
+    draws : DrawsTrust or None
+        The verdict on posterior draws the run started from (the user's, or ``pm.sample``'s).
+    interrupted : str
+        A run that kept its finished part on Ctrl-C: what it kept; "" when it ran to the end.
+    """
+
+    description: dict = field(default_factory=dict)
+    nothing_to_anneal: str = ""
+    metric_beta: np.ndarray | None = None
+    metric_g: np.ndarray | None = None
+    thermodynamic_length: float | None = None
+    predicted_var_log_w: float | None = None
+    schedule_rule: str | None = None
+    reverse_start: str | None = None
+    gamma_threshold: float | None = None
+    draws: DrawsTrust | None = None
+    interrupted: str = ""
+
+    @classmethod
+    def from_dict(cls, fields_: dict) -> "RunNotes":
+        """The notes :func:`dataclasses.asdict` made into a dict (a checkpoint's copy), rebuilt."""
+        fields_ = dict(fields_)
+        draws = fields_.pop("draws", None)
+        if draws is not None:
+            check = draws.pop("check", None)
+            draws = DrawsTrust(check=None if check is None else DrawsCheck(**check), **draws)
+        for name in ("metric_beta", "metric_g"):
+            if fields_.get(name) is not None:
+                fields_[name] = np.asarray(fields_[name], dtype=float)
+        return cls(draws=draws, **fields_)
+
+    def described(self, **more) -> "RunNotes":
+        """These notes with ``more`` added to the description."""
+        return replace(self, description={**self.description, **more})
+
+    def to_dict(self) -> dict:
+        """The flat mapping a result stores (its ``tuning`` attribute, as JSON): the description, then every typed
+        field that is set. For serialisation only; code reads the fields."""
+        out = dict(self.description)
+        if self.nothing_to_anneal:
+            out["nothing_to_anneal"] = self.nothing_to_anneal
+        for name in ("metric_beta", "metric_g"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = np.asarray(value, dtype=float).tolist()
+        for name in ("thermodynamic_length", "predicted_var_log_w", "schedule_rule", "reverse_start", "gamma_threshold"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.draws is not None:
+            out.update(self.draws.to_dict())
+        if self.interrupted:
+            out["interrupted"] = self.interrupted
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,9 +213,9 @@ class WorkRecord:
         Particle log-density evaluations (value only) spent by this run.
     n_grad_evals : int
         Particle log-density evaluations with gradients spent by this run.
-    tuning : dict
-        How the kernel parameters were chosen (pilot size, adaptation steps, target acceptance, and the
-        pilot's own evaluation counts ``pilot_logp_evals`` / ``pilot_grad_evals``).
+    notes : RunNotes
+        How the kernel parameters and the schedule were chosen (the pilot's size and evaluation counts, its metric),
+        where the paths started and what the check of their start draws found.
     """
 
     log_weights: np.ndarray
@@ -80,7 +230,7 @@ class WorkRecord:
     final_x: np.ndarray | None = None
     n_logp_evals: int = 0
     n_grad_evals: int = 0
-    tuning: dict = field(default_factory=dict)
+    notes: RunNotes = field(default_factory=RunNotes)
     block_log_sum_w: np.ndarray | None = None
     block_log_sum_w2: np.ndarray | None = None
     block_accept_sum: np.ndarray | None = None
@@ -209,8 +359,8 @@ class TemperingTrace:
     n_logp_evals, n_grad_evals : int
         Particle evaluations of this run of chains (the pilot and the earlier stages are counted in the result's
         attrs, which count every evaluation of a call in one place: ``pmz.evidence``).
-    tuning : dict
-        How the kernel parameters were chosen.
+    notes : RunNotes
+        How the kernel parameters were chosen, RTS's initial iterations, and an interruption the run survived.
     block_sums : ndarray (8, G, B, K) or None
         The batch sums of each fixed block of chains (:func:`pmz.runners.pooling.block_offsets`), in the order
         ``q, qU, qU2, counts, U, U2, inf, q_inf`` (:data:`pmz.runners.pooling.TRACE_SUMS`); the ``batch_*`` sums
@@ -254,7 +404,7 @@ class TemperingTrace:
     wang_landau: dict = field(default_factory=dict)
     n_logp_evals: int = 0
     n_grad_evals: int = 0
-    tuning: dict = field(default_factory=dict)
+    notes: RunNotes = field(default_factory=RunNotes)
     block_sums: np.ndarray | None = None
     block_accept: np.ndarray | None = None
     block_level_accepted: np.ndarray | None = None
@@ -325,7 +475,7 @@ class SMCRecord:
         that end a block (``resampled`` or the run's last stage).
     gamma : ndarray (S,)
         ARM's criterion after the stage's generate loop: ``R_eff / R_n`` (or ``R_eff / R`` with
-        ``gamma_relative_to="base"``, see ``tuning``).
+        ``gamma_relative_to="base"``, see ``notes``).
     gamma_initial : ndarray (S,)
         The same before any particles were generated.
     n_generate : ndarray (S,) of int
@@ -352,9 +502,9 @@ class SMCRecord:
         The last run's final particles (equally weighted unless ``final_log_weights`` says otherwise).
     final_log_weights : ndarray (n_final,) or None
     n_logp_evals, n_grad_evals : int
-    tuning : dict
+    notes : RunNotes
         Settings of the run (resampling scheme and threshold, steps per stage, ARM thresholds, the sequence's own
-        description such as the data or unit order).
+        description such as the data or unit order), and an interruption the runs survived.
     """
 
     log_increment: np.ndarray
@@ -382,7 +532,7 @@ class SMCRecord:
     final_log_weights: np.ndarray | None = None
     n_logp_evals: int = 0
     n_grad_evals: int = 0
-    tuning: dict = field(default_factory=dict)
+    notes: RunNotes = field(default_factory=RunNotes)
 
     @property
     def n_stages(self) -> np.ndarray:

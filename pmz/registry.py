@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .methods.annealing import TWO_WAY_DESCRIPTIONS, estimate_jarzynski, run_forward_ais, run_two_way, two_way_estimator
-from .methods.auto import estimate_auto, run_auto
+from .auto import estimate_auto, run_auto
 from .methods.bridge import estimate_bridge, run_bridge_method
 from .methods.options import (
     AnnealingOptions,

@@ -63,7 +63,7 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     upper_se^2)``: unreliable, floor the distance to the violated bound (not for the bounds' midpoint itself).
 ``bar_disagreement``
     a two-way estimate other than BAR and the bounds' midpoint (RAISE, cumulant, histogram) whose log Z differs from BAR
-    of the same paths (``bar_of_same_paths``: the ``estimates`` table's "bar") by more than 3 combined se: one-sided
+    of the same paths (``bar_of_same_paths``, also in the ``estimates`` table as "bar") by more than 3 combined se: one-sided
     (RAISE) or Gaussian-work (cumulant) estimates are biased where BAR is not. Floor: the difference (BAR is the better
     estimate of the two). Seen: RAISE on a 3-temperature schedule 0.9-1.2 nats high with se 0.13-0.23; good runs differ
     by < 1.5 se.
@@ -93,7 +93,7 @@ Ising torus, ``rbm_digits``; default options and n_paths = 64-512) so that those
     <= 1.04 (n = 64) and <= 0.39 (n = 512), lognormal with sd 1 <= 1.75 (n = 64); sd 2 (medians 0.6-1.2) is
     flagged often, rightly: its mean rests on a few draws.
 ``second_estimate``
-    ``independent_estimates`` (two names in ``estimates``, independent estimates, e.g. ``method="auto"``'s two halves):
+    ``independent`` (two independent estimates, e.g. ``method="auto"``'s two halves, with their names):
     the second compared with the first (or with ``log_z`` / ``log_z_se`` when the first is absent). A difference beyond
     3 combined se is unreliable, floor ``|difference| / 2`` (the 2-se interval reaches the other estimate).
 ``route_flag``
@@ -556,14 +556,14 @@ def work_outliers(ctx: _Context) -> _Finding | None:
 
 def second_estimate(ctx: _Context) -> _Finding | None:
     """Two independent estimates that disagree beyond their combined se."""
-    names = list(ctx.diagnostics.independent_estimates or ())
-    if len(names) < 2:
+    pair = ctx.diagnostics.independent
+    if not pair or len(pair) < 2:
         return None
-    first, first_se = _pair(ctx.diagnostics.estimate_of(names[0]))
-    second, second_se = _pair(ctx.diagnostics.estimate_of(names[1]))
+    (first_name, first, first_se), (second_name, second, second_se) = pair[:2]
+    first, first_se = _pair((first, first_se))
+    second, second_se = _pair((second, second_se))
     if second is None or second_se is None:
         return None
-    first_name = names[0]
     if first is None or first_se is None:
         first, first_se, first_name = ctx.estimate.log_z, ctx.se0, "the estimate"
     diff, combined = abs(first - second), float(np.hypot(first_se, second_se))
@@ -571,7 +571,7 @@ def second_estimate(ctx: _Context) -> _Finding | None:
         return None
     z = diff / combined if combined > 0 else np.inf
     return _Finding(
-        f"two independent estimates disagree ({first_name} {_fmt_log_z(first, combined)} vs {names[1]} "
+        f"two independent estimates disagree ({first_name} {_fmt_log_z(first, combined)} vs {second_name} "
         f"{_fmt_log_z(second, combined)}, {z:.1f} combined se)", diff / 2
     )
 
@@ -734,8 +734,6 @@ def _context(estimate: EvidenceEstimate, record) -> _Context:
     reverse_start, reverse_burn = work.reverse_start, work.reverse_burn
     if isinstance(record, BidirectionalRecord):
         reverse_start = record.reverse_start if reverse_start is None else reverse_start
-        if reverse_burn is None:
-            reverse_burn = record.reverse.tuning.get("reverse_burn")
     se0 = estimate.log_z_se if d.se_estimator is None else d.se_estimator
     log_w_f, log_w_r = _log_weights(record)
     return _Context(estimate, d, work, _smc_runs(d), float(se0), log_w_f, log_w_r, reverse_start, reverse_burn)

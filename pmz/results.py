@@ -156,6 +156,17 @@ class EvidenceResult(_idata.RESULT_BASE):
         return [str(w) for w in value] if isinstance(value, list) else [str(value)]
 
     @property
+    def routes_tried(self) -> list[str]:
+        """``method="auto"``: every route the default asked, in order, and what came of it (``"latent: does not
+        apply (...)"``, ``"bridge: handed over (...)"``, ``"path: answered (...)"``); empty for other methods."""
+        evidence = _idata.get_group(self, "evidence_stats")
+        raw = None if evidence is None else evidence.attrs.get("routes_tried")
+        if raw is None:
+            return []
+        value = json.loads(raw) if isinstance(raw, str) else list(raw)
+        return [str(line) for line in value]
+
+    @property
     def diagnostics(self) -> dict:
         """The estimator's diagnostics (the ``evidence_stats`` group) as a dict: scalars as floats, arrays as ndarrays,
         the group's attrs as stored."""
@@ -190,7 +201,10 @@ class EvidenceResult(_idata.RESULT_BASE):
         if normalised:
             lines.append(normalised)
         if a.get("route_reason"):
-            lines.append(f"  why this route: {_shorten(str(a['route_reason']))}")
+            lines.append(_wrapped("  why this route: ", str(a["route_reason"])))
+        tried = self.routes_tried
+        if len(tried) > 1:  # the routes asked before the one that answered, and why they did not
+            lines.append(_wrapped("  routes asked first: ", "; ".join(_shorten(line, 90) for line in tried[:-1])))
         modes = self._modes_line()
         if modes:
             lines.append(modes)
@@ -247,6 +261,15 @@ def issue_warnings(messages, *, stacklevel: int = 2) -> None:
     :func:`warnings.warn` (2: that function's caller)."""
     for message in messages:
         _warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
+def _wrapped(label: str, text: str, width: int = 116) -> str:
+    """``label`` and the whole of ``text`` (without a "pmz: " prefix), wrapped at ``width`` columns under it."""
+    import textwrap
+
+    text = " ".join(str(text).split())
+    text = text[5:] if text.startswith("pmz: ") else text
+    return textwrap.fill(text, width=width, initial_indent=label, subsequent_indent=" " * 4)
 
 
 def _shorten(message: str, width: int = 100) -> str:
@@ -330,11 +353,11 @@ def _diagnostics_dataset(diagnostics: dict) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _metric_vars(tuning: dict):
+def _metric_vars(notes):
     """The pilot's thermodynamic metric ``g(b) = Var_b[U]`` (dim ``pilot_temperature``), when the pilot ran."""
-    if "metric_beta" not in tuning:
+    if notes.metric_beta is None:
         return {}, {}
-    beta, g = np.asarray(tuning["metric_beta"], dtype=float), np.asarray(tuning["metric_g"], dtype=float)
+    beta, g = np.asarray(notes.metric_beta, dtype=float), np.asarray(notes.metric_g, dtype=float)
     n = np.arange(beta.size)
     return {"pilot_beta": (("pilot_temperature",), beta), "g": (("pilot_temperature",), g)}, {"pilot_temperature": n}
 
@@ -351,7 +374,7 @@ def _work_datasets(record):
         "log_z0": forward.log_z0,
         "n_steps_per_temp": forward.n_steps_per_temp,
         "kernel": forward.kernel,
-        "tuning": _netcdf_attr(forward.tuning),
+        "tuning": _netcdf_attr(forward.notes.to_dict()),
     }
     if reverse is not None:
         data["work_reverse"] = (("reverse_path",), reverse.work)
@@ -372,11 +395,13 @@ def _work_datasets(record):
         for name, values in (("acceptance_reverse", reverse.acceptance), ("ess_reverse", reverse.ess_path)):
             if values is not None:
                 per_temp[name] = (("temperature",), np.asarray(values, dtype=float))
-    metric, metric_coords = _metric_vars(forward.tuning)
+    metric, metric_coords = _metric_vars(forward.notes)
     schedule_attrs = {
-        k: forward.tuning[k]
-        for k in ("schedule_rule", "thermodynamic_length", "predicted_var_log_w")
-        if k in forward.tuning
+        name: value
+        for name, value in (("schedule_rule", forward.notes.schedule_rule),
+                            ("thermodynamic_length", forward.notes.thermodynamic_length),
+                            ("predicted_var_log_w", forward.notes.predicted_var_log_w))
+        if value is not None
     }
     schedule = xr.Dataset(
         {**per_temp, **metric},
@@ -400,7 +425,7 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
         if name in diagnostics:
             data[name] = (("level",), np.asarray(diagnostics[name], dtype=float))
     coords = {"level": level}
-    metric, metric_coords = _metric_vars(trace.tuning)
+    metric, metric_coords = _metric_vars(trace.notes)
     data.update(metric)
     coords.update(metric_coords)
     if trace.level_traces is not None and trace.level_traces.size:
@@ -420,7 +445,7 @@ def _tempering_dataset(trace: TemperingTrace, diagnostics: dict) -> xr.Dataset:
         "level_acceptance": float(trace.level_acceptance),
         "kernel": trace.kernel,
         "log_z0": trace.log_z0,
-        "tuning": _netcdf_attr(trace.tuning),
+        "tuning": _netcdf_attr(trace.notes.to_dict()),
     }
     if trace.wang_landau:
         attrs["wang_landau"] = "log_g: Wang-Landau's estimate of log Z_k, an initialiser too noisy for a final answer"
@@ -447,8 +472,10 @@ def _smc_dataset(record: SMCRecord) -> xr.Dataset:
         "n_runs": record.n_runs,
         "n_base_particles": record.n_base_particles,
         "mean_particles": float(np.mean(record.n_particles)),
-        "tuning": _netcdf_attr(record.tuning),
+        "tuning": _netcdf_attr(record.notes.to_dict()),
     }
+    if record.notes.gamma_threshold is not None:
+        attrs["gamma_threshold"] = float(record.notes.gamma_threshold)
     coords = {"stage": stage, "run_index": np.arange(record.n_runs)}
     return xr.Dataset(data, coords=coords, attrs=attrs)
 

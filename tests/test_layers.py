@@ -3,8 +3,8 @@ two modules import each other (directly or through others) at import time.
 
 Layers, lowest first (a module may import its own layer and any lower one):
 
-    utilities   weights, sample_diagnostics, validate, progress, threads, inference_data (NumPy maths, R-hat and
-                k-hat, argument checks, progress bar, BLAS threads, ArviZ)
+    utilities   version, weights, sample_diagnostics, validate, progress, threads, inference_data (the version,
+                NumPy maths, R-hat and k-hat, argument checks, progress bar, BLAS threads, ArviZ)
     model       compile once: log prior / log likelihood on one flat vector; LogDensityParts, the Target protocol
     families    tempered families f_beta and their schedules
     kernels     generic Markov kernels that leave f_beta invariant, and their tuning
@@ -15,10 +15,18 @@ Layers, lowest first (a module may import its own layer and any lower one):
     execution   random streams, chunks of work on executors, checkpoints
     estimators  pure functions: record in, EvidenceEstimate out
     reliability the verdict on an estimate, from its typed diagnostics
-    results     EvidenceResult, Bayes factors, plots
+    results     EvidenceResult, Bayes factors, plots/ (they read results, and a study's result, by their groups and
+                columns: no plot imports a study)
     stacks      the domain stacks on the generic core: gp (GP models), boltzmann (RBM, DBM, Ising, Potts, learning)
     extras      systems (the known-truth catalogue), step_methods (PyMC step methods and log Z from their traces)
-    glue        pmz/__init__, api, registry, methods/: anything
+    methods     one pipeline per method of pmz.evidence, its option set, inputs and set-up
+    auto        the default (method="auto"): the route contract, the plan, one module per route, the chains
+    api         pmz.evidence and the method registry
+    studies     what calls pmz.evidence many times: Bayes-factor calibration, prior sensitivity, the hazard matrix
+    glue        pmz/__init__ only (the public surface): anything
+
+Every module is in one layer (``test_every_module_has_a_layer``): a new folder gets its line in ``LAYERS`` where its
+imports put it.
 
 ``records`` sit below ``runners``, not after them as in the data-flow picture: runners construct records, so for
 imports the records are the runners' vocabulary (as ``LogDensityParts``, which families return, lives in model/).
@@ -34,8 +42,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "pmz"
 
 LAYERS = (
-    ("utilities", ("pmz.weights", "pmz.sample_diagnostics", "pmz.validate", "pmz.progress", "pmz.threads",
-                   "pmz.inference_data")),
+    ("utilities", ("pmz.version", "pmz.weights", "pmz.sample_diagnostics", "pmz.validate", "pmz.progress",
+                   "pmz.threads", "pmz.inference_data")),
     ("model", ("pmz.model",)),
     ("families", ("pmz.families",)),
     ("kernels", ("pmz.kernels",)),
@@ -48,19 +56,27 @@ LAYERS = (
     ("results", ("pmz.results", "pmz.compare", "pmz.plots")),
     ("stacks", ("pmz.gp", "pmz.boltzmann")),
     ("extras", ("pmz.systems", "pmz.step_methods")),
+    ("methods", ("pmz.methods",)),
+    ("auto", ("pmz.auto",)),
+    ("api", ("pmz.api", "pmz.registry")),
+    ("studies", ("pmz.studies",)),
 )
+#: the top layer: the package's own ``__init__`` (the public surface), and nothing else
 GLUE = "glue"
 
 #: upward imports that stay for now, each with the reason (module, imported module) -> reason
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
-def layer_of(module: str) -> tuple[int, str]:
-    """``(rank, name)`` of a pmz module; modules outside the listed layers are glue (the top)."""
+def layer_of(module: str) -> tuple[int, str] | tuple[None, None]:
+    """``(rank, name)`` of a pmz module: ``pmz`` itself is the glue (the top), any other module is in the layer that
+    lists it or a package above it; ``(None, None)`` for a module of no layer (``test_every_module_has_a_layer``)."""
+    if module == "pmz":
+        return len(LAYERS), GLUE
     for rank, (name, prefixes) in enumerate(LAYERS):
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return rank, name
-    return len(LAYERS), GLUE
+    return None, None
 
 
 def modules() -> dict[str, Path]:
@@ -108,9 +124,11 @@ def upward_imports() -> list[str]:
     problems = []
     for module, path in known.items():
         rank, name = layer_of(module)
+        if rank is None:
+            continue
         for target, line, _ in imports(module, path, known):
             target_rank, target_name = layer_of(target)
-            if target_rank > rank and (module, target) not in KNOWN_UPWARD:
+            if target_rank is not None and target_rank > rank and (module, target) not in KNOWN_UPWARD:
                 where = f"{path.relative_to(PACKAGE.parent)}:{line}"
                 problems.append(f"{where}: {module} ({name}) imports {target} ({target_name})")
     return problems
@@ -219,6 +237,12 @@ def test_tests_mirror_the_package():
     folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert folders - {"examples"} <= packages, sorted(folders - packages - {"examples"})
+
+
+def test_every_module_has_a_layer():
+    """No module falls into a layer by default: a new folder or top-level module is given its place in ``LAYERS``."""
+    unplaced = [module for module in modules() if layer_of(module)[0] is None]
+    assert not unplaced, f"modules in no layer of LAYERS (add them where their imports put them): {unplaced}"
 
 
 def test_every_layer_exists():

@@ -40,7 +40,7 @@ def _two_way(method="bar", **diagnostics):
         "var_log_w_predicted": 0.18,
     }
     if method != "bar":
-        d.update(estimates={"bar": (-10.01, 0.03)})
+        d.update(estimates={"bar": (-10.01, 0.03)}, bar_same_paths=(-10.01, 0.03))
     d.update(diagnostics)
     d.update(_WHAT_IT_IS.get(method, {}))
     return EvidenceEstimate(log_z=-10.0, log_z_se=0.03, method=method, diagnostics=WorkDiagnostics(**d))
@@ -156,39 +156,37 @@ def test_inverted_bounds_and_estimates_outside_them():
     reverse = WorkRecord(log_weights=rng.normal(11.0, 0.5, 100), schedule=schedule, direction="reverse")
     record = BidirectionalRecord(forward, reverse, reverse_start="posterior")
     assert not assess(_two_way(lower=-9.0, upper=-11.0), record).reliable
-    above = assess(_two_way("cumulant_combined", upper=-10.5, lower=-12.0, estimates={"bar": (-10.6, 0.3)}))
+    above = assess(_two_way("cumulant_combined", upper=-10.5, lower=-12.0, bar_same_paths=(-10.6, 0.3)))
     assert not above.reliable and "above the stochastic upper bound" in above.reliability_reason
     assert above.log_z_se == pytest.approx(0.5)
-    below = assess(_two_way("raise", lower=-9.5, estimates={"bar": (-9.7, 0.3)}))
+    below = assess(_two_way("raise", lower=-9.5, bar_same_paths=(-9.7, 0.3)))
     assert not below.reliable and "below the stochastic lower bound" in below.reliability_reason
     # above an upper bound that is not valid (resampled reverse starts) is no verdict
-    resampled = _two_way("cumulant_combined", upper=-10.5, estimates={"bar": (-10.01, 0.03)}, reverse_start="resample")
+    resampled = _two_way("cumulant_combined", upper=-10.5, bar_same_paths=(-10.01, 0.03), reverse_start="resample")
     assert assess(resampled).reliable
 
 
 def test_disagreement_with_bar_of_the_same_paths():
-    raised = assess(_two_way("raise", estimates={"bar": (-11.0, 0.1)}))
+    raised = assess(_two_way("raise", bar_same_paths=(-11.0, 0.1)))
     assert not raised.reliable and "raise and BAR of the same paths disagree by 1" in raised.reliability_reason
     assert raised.log_z_se == pytest.approx(1.0)
-    assert assess(_two_way("raise", estimates={"bar": (-10.05, 0.03)})).reliable
+    assert assess(_two_way("raise", bar_same_paths=(-10.05, 0.03))).reliable
 
 
 def test_second_estimate():
-    pair = ["first", "second"]
-    agree = _two_way(estimates={"second": (-10.05, 0.03)}, independent_estimates=pair)
+    agree = _two_way(independent=(("first", None, None), ("second", -10.05, 0.03)))
     assert assess(agree).reliable and assess(agree).log_z_se == 0.03
-    out = assess(_two_way(estimates={"second": (-11.0, 0.1)}, independent_estimates=pair))
+    out = assess(_two_way(independent=(("first", None, None), ("second", -11.0, 0.1))))
     assert not out.reliable and "two independent estimates disagree" in out.reliability_reason
     assert out.log_z_se == pytest.approx(0.5)  # the 2-se interval reaches the other estimate
     # the values print with the decimals their se needs: "-427 vs -427" said nothing of path_a -427.073 vs path_b
-    halves = {"path_a": (-427.073, 0.021), "path_b": (-427.177, 0.026)}
-    close = assess(_two_way(estimates=halves, independent_estimates=["path_a", "path_b"]))
+    halves = (("path_a", -427.073, 0.021), ("path_b", -427.177, 0.026))
+    close = assess(_two_way(independent=halves))
     assert "(path_a -427.073 vs path_b -427.177, 3.1 combined se)" in close.reliability_reason
     # method="auto" reports the mean of its pair: the pair itself is compared
     auto = EvidenceEstimate(
         log_z=-10.5, log_z_se=0.5, method="auto",
-        diagnostics=AutoDiagnostics(estimates={"bridge_a": (-10.0, 0.05), "bridge_b": (-11.0, 0.05)},
-                                    independent_estimates=["bridge_a", "bridge_b"]),
+        diagnostics=AutoDiagnostics(independent=(("bridge_a", -10.0, 0.05), ("bridge_b", -11.0, 0.05))),
     )  # fmt: skip
     assert not assess(auto).reliable
 

@@ -270,7 +270,7 @@ def histogram_posterior(
     >>> f = WorkRecord(log_weights=-rng.normal(1.0, 1.0, 300), schedule=[0.0, 1.0])
     >>> r = WorkRecord(log_weights=-rng.normal(0.0, 1.0, 300), schedule=[0.0, 1.0], direction="reverse")
     >>> est = histogram_posterior(f, r, n_draws=500, rng=np.random.default_rng(0))
-    >>> abs(est.log_z - est.diagnostics.estimate_of("ml")[0]) < 0.5 * est.log_z_se, est.log_z_draws.shape
+    >>> abs(est.log_z - histogram(f, r).log_z) < 0.5 * est.log_z_se, est.log_z_draws.shape
     (True, (500,))
     """
     log_w_f, log_w_r, log_z0 = check_work_pair(forward, reverse)

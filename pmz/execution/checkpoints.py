@@ -20,13 +20,13 @@ import json
 import os
 import shutil
 import socket
-from dataclasses import fields
+from dataclasses import asdict, fields
 from numbers import Integral
 
 import numpy as np
 import xarray as xr
 
-from ..records import SMCRecord, TemperingTrace, WorkRecord
+from ..records import RunNotes, SMCRecord, TemperingTrace, WorkRecord
 from ..validate import option_values
 
 __all__ = ["Checkpoint", "record_dataset", "dataset_record", "digest", "run_fingerprint", "target_description"]
@@ -71,6 +71,9 @@ def record_dataset(record, digest: str) -> xr.Dataset:
         elif isinstance(value, np.ndarray):
             kinds[f.name] = "array"
             data[f.name] = (tuple(f"{f.name}_dim_{i}" for i in range(value.ndim)), value)
+        elif isinstance(value, RunNotes):
+            kinds[f.name] = "notes"
+            attrs[f.name] = json.dumps(_encode(asdict(value)))
         elif isinstance(value, dict):
             kinds[f.name] = "json"
             attrs[f.name] = json.dumps(_encode(value))
@@ -100,6 +103,8 @@ def dataset_record(ds: xr.Dataset):
             values[name] = None
         elif kind == "array":
             values[name] = np.asarray(ds[name].values)
+        elif kind == "notes":
+            values[name] = RunNotes.from_dict(_decode(json.loads(ds.attrs[name])))
         elif kind == "json":
             values[name] = _decode(json.loads(ds.attrs[name]))
         elif kind == "bool":

@@ -11,7 +11,7 @@
   draws, the model argument and ``random_seed``;
 * :mod:`~pmz.methods.schedule`: the schedule or ladder and the pilot that tunes the kernels along it;
 * :mod:`~pmz.methods.annealing`, :mod:`~pmz.methods.bridge`, :mod:`~pmz.methods.tempering`,
-  :mod:`~pmz.methods.smc`, :mod:`~pmz.methods.auto`: each family's run and estimate.
+  :mod:`~pmz.methods.smc`: each family's run and estimate (the default, ``"auto"``, composes them in :mod:`pmz.auto`).
 """
 
 from .options import (

@@ -43,15 +43,15 @@ __all__ = [
 
 
 def _annealing_setup(family, kernel, options, rng, progressbar):
-    """Schedule, frozen kernel parameters (pilot on its own stream), their description, and the run's stream."""
+    """Schedule, frozen kernel parameters (pilot on its own stream), the run's notes, and the run's stream."""
     tune_rng, run_rng = rng.spawn(2)
-    schedule, params, tuning, _ = setup_schedule(
+    schedule, params, notes, _ = setup_schedule(
         family, kernel, options, tune_rng, progressbar, n_pilot=min(options.n_pilot, options.n_paths)
     )
-    return schedule, params, tuning, run_rng
+    return schedule, params, notes, run_rng
 
 
-def _ais_context(family, kernel, schedule, params, tuning, *, n_steps_per_temp, chunk_size, progressbar) -> dict:
+def _ais_context(family, kernel, schedule, params, *, n_steps_per_temp, chunk_size, progressbar) -> dict:
     """What every chunk of an annealing run shares (keyword arguments of :func:`pmz.runners.ais.run_ais`)."""
     return dict(
         family=family,
@@ -61,7 +61,6 @@ def _ais_context(family, kernel, schedule, params, tuning, *, n_steps_per_temp, 
         n_steps_per_temp=n_steps_per_temp,
         chunk_size=chunk_size,
         progressbar=progressbar,
-        tuning=tuning,
     )
 
 
@@ -79,10 +78,11 @@ def _ais_tasks(direction, n_paths, n_chunks, rng, *, starts=None, **arguments) -
     return tasks
 
 
-def _pooled(done, tasks, tuning):
-    """The finished chunks of ``tasks`` pooled in chunk order (None when none finished)."""
+def _pooled(done, tasks, notes):
+    """The finished chunks of ``tasks`` pooled in chunk order, with the run's ``notes`` (None when none
+    finished)."""
     records = [done[t.key] for t in tasks if t.key in done]
-    return merge_work(records, tuning=tuning) if records else None
+    return merge_work(records, notes=notes) if records else None
 
 
 def _interleave(first, second):
@@ -103,13 +103,13 @@ def _nothing_finished(what: str):
 def run_forward_ais(family, kernel, options, rng, progressbar, target=None, chunks=None):
     """Forward AIS: the schedule and frozen kernels, then ``n_paths`` paths in chunks of whole blocks (one chunk run
     here unless the call asked for more), pooled in path order."""
-    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    schedule, params, notes, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
     chunks = local_runner(progressbar) if chunks is None else chunks
     n_chunks = chunks.count(options.n_chunks, options.n_paths)
     tasks = _ais_tasks("forward", options.n_paths, n_chunks, run_rng, keep_particles=options.keep_particles)
-    context = _ais_context(family, kernel, schedule, params, tuning, n_steps_per_temp=options.n_steps_per_temp,
+    context = _ais_context(family, kernel, schedule, params, n_steps_per_temp=options.n_steps_per_temp,
                            chunk_size=options.chunk_size, progressbar=chunks.own_bar(n_chunks))
-    forward = _pooled(chunks.run(run_ais, target, context, tasks, desc="AIS"), tasks, tuning)
+    forward = _pooled(chunks.run(run_ais, target, context, tasks, desc="AIS"), tasks, notes)
     return forward if forward is not None else _nothing_finished("forward")
 
 
@@ -120,8 +120,8 @@ def _with_schedule_diagnostics(estimate, forward):
     diagnostics = replace(
         estimate.diagnostics, var_log_w=float(np.var(forward.log_weights[np.isfinite(forward.log_weights)]))
     )
-    if "predicted_var_log_w" in forward.tuning:
-        diagnostics = replace(diagnostics, var_log_w_predicted=float(forward.tuning["predicted_var_log_w"]))
+    if forward.notes.predicted_var_log_w is not None:
+        diagnostics = replace(diagnostics, var_log_w_predicted=float(forward.notes.predicted_var_log_w))
     return replace(estimate, diagnostics=diagnostics)
 
 
@@ -134,7 +134,7 @@ def anneal_both_ways(
     kernel,
     schedule,
     params,
-    tuning,
+    notes,
     *,
     target,
     n_forward: int,
@@ -162,29 +162,29 @@ def anneal_both_ways(
     chunks = local_runner(progressbar) if chunks is None else chunks
     n_chunks = chunks.count(n_chunks, n_forward)
     keep_forward = keep_particles or (isinstance(reverse_start, str) and reverse_start in ("resample", "auto"))
-    context = _ais_context(family, kernel, schedule, params, tuning, n_steps_per_temp=n_steps_per_temp,
+    context = _ais_context(family, kernel, schedule, params, n_steps_per_temp=n_steps_per_temp,
                            chunk_size=chunk_size, progressbar=chunks.own_bar(n_chunks))
     forward_tasks = _ais_tasks("forward", n_forward, n_chunks, forward_rng, keep_particles=keep_forward)
     forward, two_phase = None, starts_need_forward(reverse_start, target)
     if two_phase:
-        forward = _pooled(chunks.run(run_ais, target, context, forward_tasks, desc="forward"), forward_tasks, tuning)
+        forward = _pooled(chunks.run(run_ais, target, context, forward_tasks, desc="forward"), forward_tasks, notes)
         if chunks.interrupted:
             _nothing_finished("reverse")
-    starts, label, start_info = reverse_start_states(
+    starts, label, trust = reverse_start_states(
         reverse_start, target, forward, family, kernel, params, n_reverse, start_rng, progressbar, nuts_tune,
         reverse_burn,
     )
     n_starts = starts.shape[0]
     reverse_tasks = _ais_tasks(
         "reverse", n_starts, min(n_chunks, block_offsets(n_starts, PATH_BLOCKS).size - 1), reverse_rng,
-        starts=starts, keep_particles=False, start_info=start_info,
+        starts=starts, keep_particles=False,
     )
     if two_phase:
         done = chunks.run(run_ais, target, context, reverse_tasks, desc="reverse")
     else:
         done = chunks.run(run_ais, target, context, _interleave(forward_tasks, reverse_tasks), desc="two-way")
-        forward = _pooled(done, forward_tasks, tuning)
-    reverse = _pooled(done, reverse_tasks, {**tuning, **start_info})
+        forward = _pooled(done, forward_tasks, notes)
+    reverse = _pooled(done, reverse_tasks, replace(notes, reverse_start=label, draws=trust))
     if forward is None:
         _nothing_finished("forward")
     if reverse is None:
@@ -194,13 +194,13 @@ def anneal_both_ways(
 
 def run_two_way(family, kernel, options, rng, progressbar, target, chunks=None):
     """The two-way methods' run: the schedule and frozen kernels, then :func:`anneal_both_ways`."""
-    schedule, params, tuning, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
+    schedule, params, notes, run_rng = _annealing_setup(family, kernel, options, rng, progressbar)
     return anneal_both_ways(
         family,
         kernel,
         schedule,
         params,
-        tuning,
+        notes,
         target=target,
         n_forward=options.n_paths,
         n_reverse=options.n_reverse or options.n_paths,
@@ -239,7 +239,8 @@ def _two_way_diagnostics(estimate, bar_estimate, record, options):
     warnings = list(estimate.warnings)
     if bar_estimate is not estimate:  # BAR of the same paths, with Bennett's asymptotic se
         se_bennett = np.nan if ref.se_bennett is None else ref.se_bennett
-        diagnostics = diagnostics.with_estimates({"bar": (bar_estimate.log_z, se_bennett)})
+        diagnostics = replace(diagnostics.with_estimates({"bar": (bar_estimate.log_z, se_bennett)}),
+                              bar_same_paths=(bar_estimate.log_z, se_bennett))
         warnings += [w for w in bar_estimate.warnings if w not in warnings]
     ess_fraction = diagnostics.forward_ess_fraction
     if resampled and (ess_fraction < 0.1 or getattr(options, "reverse_burn", 0) == 0):

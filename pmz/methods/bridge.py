@@ -16,7 +16,8 @@ from ..execution.executors import Task
 from ..runners.bridge_sampling import run_bridge
 from ..runners.pooling import split
 from ..model.pymc import ModelSpecificationError
-from ..runners.starts import divergences_in, divergences_reason, nuts_draws, posterior_to_flat
+from ..runners.draw_trust import chains_from_flat, given_draws_trust, missed_mode, prior_reference
+from ..runners.starts import divergences_in, nuts_draws, posterior_to_flat
 from .annealing import two_way_estimator
 
 __all__ = ["run_bridge_method", "estimate_bridge"]
@@ -58,22 +59,17 @@ def run_bridge_method(family, kernel, options, rng, progressbar, target, chunks=
         df=options.df,
         split=options.split,
     )
-    if divergences is not None:  # the sampler's divergent transitions: draws that may miss part of the posterior
-        why = divergences_reason(*divergences, option=option)
-        for part in (record.forward, record.reverse):
-            part.tuning["divergences"] = divergences[0]
-            part.tuning["draws_divergent"] = why  # read by pmz.methods.draw_checks.with_draws_check
     missed = _missed_mode(target, X, chain, record, search_rng)
-    for part in (record.forward, record.reverse):
-        part.tuning["draws_missed_mode"] = missed
-    return replace(record, reverse_start=source)
+    count, n_draws = (None, 0) if divergences is None else divergences
+    trust = given_draws_trust(record.reverse.notes.draws.check, count, n_draws, option, missed)
+    notes = replace(record.reverse.notes, draws=trust)  # the verdict on the draws, read by with_draws_check
+    return replace(record, forward=replace(record.forward, notes=notes), reverse=replace(record.reverse, notes=notes),
+                   reverse_start=source)
 
 
 def _missed_mode(target, X, chain, record, rng) -> str:
-    """Whether the draws miss a mode (:func:`pmz.methods.auto_chains.missed_mode`), against the bridge's own
+    """Whether the draws miss a mode (:func:`pmz.runners.draw_trust.missed_mode`), against the bridge's own
     estimate."""
-    from .auto_chains import chains_from_flat, missed_mode, prior_reference
-
     log_z = bar(record.forward, record.reverse, n_bootstrap=0, n_eff_r=record.n_eff_reverse).log_z
     return missed_mode(target, prior_reference(target), chains_from_flat(target, X, chain), rng, log_z)
 

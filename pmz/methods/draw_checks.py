@@ -4,8 +4,8 @@
   behind a NaN / inf, or say that the likelihood is zero where the start draws are;
 * :func:`prior_normalisation_note`: for methods that start from prior draws, the measured log mass of priors whose
   density may not integrate to one (:mod:`pmz.model.prior_mass`), as diagnostics and a warning;
-* :func:`with_draws_check`: the test of user-given posterior draws (:func:`pmz.runners.draws_check.check_draws`) moved
-  from the record into the estimate, where a mismatch makes it unreliable.
+* :func:`with_draws_check`: the verdict on posterior draws (:mod:`pmz.runners.draw_trust`) moved from the record's
+  notes into the estimate, where a mismatch, divergences or a missed mode make it unreliable.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..kernels import Kernel
 from ..model.prior_mass import normalisation_warning, prior_normalisation
 from ..model.pymc import CompiledModel, ModelSpecificationError
 from ..records import BidirectionalRecord
-from ..runners.starts import mismatch_reason
+from ..runners.draw_trust import trust_reason
 
 __all__ = ["check_start", "n_start", "prior_normalisation_note", "with_draws_check"]
 
@@ -71,23 +71,19 @@ def check_start(
 
 
 def with_draws_check(estimate, record):
-    """The check of posterior draws (:func:`pmz.runners.draws_check.check_draws`, in the reverse record's ``tuning``)
-    in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a draws mismatch, the sampler's
-    divergent transitions (``draws_divergent``, :func:`pmz.runners.starts.divergences_reason`) or a mode the
-    draws miss (``draws_missed_mode``, :func:`pmz.methods.auto_chains.missed_mode`) make it unreliable
+    """The verdict on posterior draws a run started from (:class:`pmz.records.DrawsTrust` in the reverse record's
+    notes: :mod:`pmz.runners.draw_trust`) in the estimate's diagnostics (``draws_check``, ``draws_check_se``); a
+    draws mismatch, the sampler's divergent transitions or a mode the draws miss make it unreliable
     (``unreliable``, read by :func:`pmz.reliability.assess`)."""
-    tuning = getattr(getattr(record, "reverse", None), "tuning", None)
-    if not isinstance(record, BidirectionalRecord) or not tuning:
+    trust = record.reverse.notes.draws if isinstance(record, BidirectionalRecord) else None
+    if trust is None:
         return estimate
     diagnostics = estimate.diagnostics
-    if "draws_check" in tuning:
-        diagnostics = replace(diagnostics, draws_check=tuning["draws_check"], draws_check_se=tuning["draws_check_se"])
-    if tuning.get("posterior_mismatch") and not diagnostics.unreliable:
-        reason = mismatch_reason(tuning["posterior_mismatch"], record.reverse_start)
-        diagnostics = replace(diagnostics, unreliable=reason)
-    for key in ("draws_divergent", "draws_missed_mode"):  # the sampler's divergences; a mode the draws miss
-        if tuning.get(key) and not diagnostics.unreliable:
-            diagnostics = replace(diagnostics, unreliable=tuning[key])
+    if trust.check is not None:
+        diagnostics = replace(diagnostics, draws_check=trust.check.effect, draws_check_se=trust.check.se)
+    why = trust_reason(trust, record.reverse_start)
+    if why and not diagnostics.unreliable:
+        diagnostics = replace(diagnostics, unreliable=why)
     return replace(estimate, diagnostics=diagnostics)
 
 

@@ -476,7 +476,7 @@ class AutoOptions(CommonOptions):
     """The default (``"auto"``): many-chain HMC, cross-fitted bridge sampling, a path from the fitted reference
     where the overlap is poor, importance sampling or SMC from a mixture over the modes where the chains sit in
     separate modes, SMC from the prior where they diverge, the exact sum over a small all-discrete support
-    (pmz.methods.auto)."""
+    (pmz.auto)."""
 
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
     latent: bool = option(True, "before any chain: integrate Gaussian latent variables out exactly where the "

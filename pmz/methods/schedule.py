@@ -18,9 +18,10 @@ one-step schedule ``[0, 1]`` whatever the options say: there is nothing to annea
 ``delta_max`` (any rule) then caps every increment ("deceleration", VAROPT section 5):
 :func:`pmz.families.optimal.decelerate`. The kernels' parameters come from the same pilot, interpolated onto the
 production schedule in beta, and are frozen; the pilot's own random stream and its cost are counted in the result
-(``tuning``). The production run is then exact AIS on a fixed schedule. The tuning description also carries the
-pilot's metric (``metric_beta``, ``metric_g``), the thermodynamic length and the perfect-transition prediction of
-``Var[log w]`` for the production schedule (``predicted_var_log_w``, VAROPT: ``K Var[log w] -> J``).
+(the run's notes, :class:`pmz.records.RunNotes`, stored as the result's ``tuning``). The production run is then
+exact AIS on a fixed schedule. The notes also carry the pilot's metric (``metric_beta``, ``metric_g``), the
+thermodynamic length and the perfect-transition prediction of ``Var[log w]`` for the production schedule
+(``predicted_var_log_w``, VAROPT: ``K Var[log w] -> J``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..families.optimal import constant_speed_schedule, decelerate
 from ..families.schedules import make_schedule, validate_schedule
 from ..runners.pilot import adaptive_pilot, run_pilot
 from ..model.target import count_evaluations
+from ..records import RunNotes
 
 __all__ = ["setup_schedule"]
 
@@ -47,23 +49,24 @@ def _pilot_metric(walk):
     return thermodynamic_metric(walk["betas"][keep], walk["var_U"][keep])
 
 
-def _metric_description(walk, schedule):
-    """The pilot's metric and what it predicts for ``schedule`` (stored in the run's tuning description)."""
+def _metric_notes(walk, schedule) -> dict:
+    """The pilot's metric and what it predicts for ``schedule``: fields of the run's notes."""
     betas, var_U = walk["betas"], walk["var_U"]
     keep = np.isfinite(var_U)
     if keep.sum() < 2:
         return {}
     metric = _pilot_metric(walk)
-    return {
-        "metric_beta": betas[keep].tolist(),
-        "metric_g": var_U[keep].tolist(),
-        "thermodynamic_length": 0.0 if metric is None else thermodynamic_length(*metric),
-        "predicted_var_log_w": 0.0 if metric is None else predicted_log_weight_variance(schedule, *metric),
-    }
+    return dict(
+        metric_beta=np.asarray(betas[keep], dtype=float),
+        metric_g=np.asarray(var_U[keep], dtype=float),
+        thermodynamic_length=0.0 if metric is None else thermodynamic_length(*metric),
+        predicted_var_log_w=0.0 if metric is None else predicted_log_weight_variance(schedule, *metric),
+    )
 
 
 def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: bool = False, n_pilot=None):
-    """The production schedule, frozen kernel parameters, a description, and the pilot's result (or None).
+    """The production schedule, frozen kernel parameters, the run's notes (:class:`pmz.records.RunNotes`: the
+    pilot's description, the schedule rule, the pilot's metric), and the pilot's result (or None).
 
     ``need_pilot``: run the pilot even when the kernel has nothing to tune (simulated tempering uses its log Z
     curve as a first guess). ``n_pilot`` caps the pilot's size (default ``options.n_pilot``).
@@ -76,10 +79,10 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
     n_pilot = int(n_pilot or options.n_pilot)
     tune = options.tune and kernel.tunable
     n_adapt = options.n_adapt if kernel.tunable else 1
-    tuned, tuning = None, {"n_pilot": 0}
+    tuned, description = None, {"n_pilot": 0}
     if isinstance(rule, str) and rule == "varopt":
         pilot_schedule = make_schedule(options.varopt_pilot, options.varopt_pilot_temps)
-        tuned, tuning = run_pilot(
+        tuned, description = run_pilot(
             family,
             kernel,
             pilot_schedule,
@@ -107,11 +110,11 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
         visited = tuned.walk["betas"]
         schedule = np.interp(np.linspace(0, visited.size - 1, n_temps + 1), np.arange(visited.size), visited)
         schedule = validate_schedule(np.concatenate([[0.0], schedule[1:-1], [1.0]]))
-        tuning = {"n_pilot": n_pilot, "n_adapt": n_adapt, "pilot_temps": int(visited.size - 1)}
+        description = {"n_pilot": n_pilot, "n_adapt": n_adapt, "pilot_temps": int(visited.size - 1)}
     else:
         schedule = make_schedule(rule, n_temps)
         if tune or need_pilot:
-            tuned, tuning = run_pilot(
+            tuned, description = run_pilot(
                 family,
                 kernel,
                 schedule,
@@ -131,11 +134,15 @@ def setup_schedule(family, kernel, options, rng, progressbar, *, need_pilot: boo
         params = tuned.params if same and options.delta_max is None else tuned.params_for(schedule)
     else:
         params = [kernel.default_params(family.dim)] * schedule.size
-    tuning = {**tuning, "schedule_rule": rule if isinstance(rule, str) else "array"}
-    if trivial:
-        tuning["nothing_to_anneal"] = "the model has no likelihood (U = 0): one step from f0 to f1 = f0"
+    metric = {}
     if tuned is not None:
-        tuning["pilot_logp_evals"] = evals.n_logp_evals
-        tuning["pilot_grad_evals"] = evals.n_grad_evals
-        tuning.update(_metric_description(tuned.walk, schedule))
-    return schedule, params, tuning, tuned
+        description = {**description, "pilot_logp_evals": evals.n_logp_evals,
+                       "pilot_grad_evals": evals.n_grad_evals}
+        metric = _metric_notes(tuned.walk, schedule)
+    notes = RunNotes(
+        description=description,
+        schedule_rule=rule if isinstance(rule, str) else "array",
+        nothing_to_anneal="the model has no likelihood (U = 0): one step from f0 to f1 = f0" if trivial else "",
+        **metric,
+    )
+    return schedule, params, notes, tuned

@@ -32,6 +32,7 @@ from ..execution.executors import KEEP_ON_INTERRUPT, Task, local_runner
 from ..runners.pooling import CHAIN_BLOCKS, chunk_rows, TRACE_SUMS, merge_traces, pooled_trace_sums
 from ..runners.row_streams import RowStreams
 from .schedule import setup_schedule
+from ..runners.tempering_settings import TemperingSettings, WangLandauSettings
 from ..runners.tempering_sweep import adapt_log_zhat, run_tempering
 from ..runners.wang_landau import run_wang_landau
 
@@ -71,7 +72,6 @@ def _long_run(chunks, target, context, n_chains, n_chunks, rng, x, levels, metho
     for c, (a, b) in enumerate(chunk_rows(n_chains, n_chunks, CHAIN_BLOCKS)):
         chunk = dict(
             streams=streams,
-            n_chains=n_chains,
             rows=(a, b),
             start_x=None if x is None else x[a:b],
             start_levels=None if levels is None else levels[a:b],
@@ -91,28 +91,19 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     init = "wang_landau" if method == "wang_landau" else options.init
     tune_rng, wl_rng, init_rng, run_rng = rng.spawn(4)
     pilot_guess = isinstance(init, str) and init == "pilot"
-    betas, params, tuning, tuned = setup_schedule(
+    betas, params, notes, tuned = setup_schedule(
         family, kernel, options, tune_rng, progressbar, need_pilot=pilot_guess
     )
     log_zhat = _initial_guess(init, tuned, betas)
-    common = dict(
-        n_chains=options.n_chains, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp
-    )
+    common = dict(n_chains=options.n_chains, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp)
     x, wang_landau = None, {}
     if isinstance(init, str) and init == "wang_landau":
+        wl_settings = WangLandauSettings(
+            n_sweeps=options.wl_sweeps, wl_gamma0=options.wl_gamma0, wl_flatness=options.wl_flatness,
+            wl_update=options.wl_update, **common,
+        )
         log_zhat, x, _, wang_landau = run_wang_landau(
-            family,
-            kernel,
-            betas,
-            params,
-            rng=wl_rng,
-            n_sweeps=options.wl_sweeps,
-            log_g=log_zhat,
-            gamma0=options.wl_gamma0,
-            flatness=options.wl_flatness,
-            update=options.wl_update,
-            progressbar=progressbar,
-            **common,
+            family, kernel, betas, params, wl_settings, rng=wl_rng, log_g=log_zhat, progressbar=progressbar
         )
         wang_landau = {**wang_landau, "log_g": log_zhat.copy()}
     stages, converged, levels = [], None, None
@@ -122,30 +113,25 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
             kernel,
             betas,
             params,
+            TemperingSettings(n_sweeps=options.initial_sweeps, **common),
             log_zhat=log_zhat,
             rng=init_rng,
-            n_sweeps=options.initial_sweeps,
             max_iterations=options.n_initial,
             start_x=x,
             progressbar=progressbar,
-            **common,
         )
-    long_run = dict(
-        log_zhat=log_zhat,
-        n_sweeps=options.n_sweeps,
-        n_batches=options.n_batches,
-        store_draws=options.store_draws or method == "mbar",
-        desc=method,
+    settings = TemperingSettings(
+        n_sweeps=options.n_sweeps, n_batches=options.n_batches, store_draws=options.store_draws or method == "mbar",
+        **common,
     )
     chunks = local_runner(progressbar) if chunks is None else chunks
     n_chunks = chunks.count(options.n_chunks, options.n_chains)
-    context = dict(family=family, kernel=kernel, betas=betas, params=params, progressbar=chunks.own_bar(n_chunks),
-                   **long_run, level_move=options.level_move, n_steps_per_temp=options.n_steps_per_temp,
-                   keep_on_interrupt=chunks.whole_here(n_chunks))
+    context = dict(family=family, kernel=kernel, betas=betas, params=params, settings=settings, log_zhat=log_zhat,
+                   progressbar=chunks.own_bar(n_chunks), desc=method, keep_on_interrupt=chunks.whole_here(n_chunks))
     trace = _long_run(chunks, target, context, options.n_chains, n_chunks, run_rng, x, levels, method)
-    tuning = {**tuning, "n_initial_run": len(stages), "initial_converged": converged}
-    if "interrupted" in trace.tuning:  # Ctrl-C during the long run: the finished sweeps (pmz.evidence says so)
-        tuning["interrupted"] = trace.tuning["interrupted"]
+    # Ctrl-C during the long run: the finished sweeps, which the trace's notes say (pmz.evidence marks the result)
+    notes = replace(notes.described(n_initial_run=len(stages), initial_converged=converged),
+                    interrupted=trace.notes.interrupted)
     stage_fields = {}
     if stages:
         stage_fields = dict(
@@ -156,7 +142,7 @@ def run_tempering_method(family, kernel, options, rng, progressbar, target, *, m
     return replace(
         trace,
         wang_landau=wang_landau,
-        tuning=tuning,
+        notes=notes,
         **stage_fields,
     )
 
@@ -179,12 +165,12 @@ def _with_others(estimate, trace, options):
     for rule in TI_RULES:
         others[f"ti_{rule}"] = lambda rule=rule: ti(trace, rule)
         others[f"ti_rb_{rule}"] = lambda rule=rule: ti_rb(trace, rule)
+    others["ti"] = lambda: ti(trace, options.ti_rule)  # the chosen rule again, under the method's own name
+    others["ti_rb"] = lambda: ti_rb(trace, options.ti_rule)
     estimates = {}
     for name, fn in others.items():
         other = fn()
         estimates[name] = (other.log_z, other.log_z_se)
-    for name in ("ti", "ti_rb"):
-        estimates[name] = estimates[f"{name}_{options.ti_rule}"]
     diagnostics = estimate.diagnostics
     if trace.wang_landau:
         estimates["wang_landau"] = (float(trace.wang_landau["log_g"][-1] + trace.log_z0), np.nan)
@@ -230,7 +216,7 @@ def chain_group_estimates(trace) -> tuple[np.ndarray, np.ndarray] | None:
 def tempering_estimator(name):
     def estimate(record, options, rng):
         result = _with_others(TEMPERING_ESTIMATORS[name](record, options), record, options)
-        if record.tuning.get("nothing_to_anneal"):  # U = 0: log Z = log Z0 exactly (TS's visit counts are noisy)
+        if record.notes.nothing_to_anneal:  # U = 0: log Z = log Z0 exactly (TS's visit counts are noisy)
             return replace(result, log_z=float(record.log_z0), log_z_se=0.0)
         groups = chain_group_estimates(record)
         if groups is not None:

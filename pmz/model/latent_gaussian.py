@@ -10,7 +10,7 @@ conditional posterior is exactly Gaussian, ``x | theta, y ~ N(x_hat(theta), P(th
     log p(y, theta) = f(theta, x_hat) + (m / 2) log(2 pi) - (1 / 2) log det P(theta)            (m = dim x)
 
 holds exactly (the Gaussian integral). The evidence is then an integral over the few hyperparameters,
-``Z = int p(y, theta) d theta``, which importance sampling does well (:mod:`pmz.methods.auto_latent`); with no
+``Z = int p(y, theta) d theta``, which importance sampling does well (:mod:`pmz.auto.hyper_importance`); with no
 hyperparameters it is the closed form above. This is the exact Gaussian conditional of the integrated nested
 Laplace approximation (Rue, Martino & Chopin 2009, eq. 3) where the model is conjugate in its latents, so no
 Laplace error remains (docs/methods.md, section 12).

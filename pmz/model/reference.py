@@ -33,10 +33,15 @@ __all__ = [
     "GaussianReference",
     "StudentTReference",
     "TruncatedStudentTReference",
+    "STUDENT_T_DF",
     "laplace_reference",
     "prior_draws_of",
     "find_map",
 ]
+
+STUDENT_T_DF = 7.0  # degrees of freedom of the heavy-tailed references fitted near a posterior (the default's
+#                     modes-route components and its importance route's reference): tails heavier than a Gaussian's
+#                     that still have a variance
 
 
 def _is_ordered(transform) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..kernels.base import Kernel
 from ..model.target import count_evaluations
-from ..records import WorkRecord
+from ..records import RunNotes, WorkRecord
 from ..progress import progress_bar
 from .pooling import PATH_BLOCKS, block_offsets, pool_work, segment_logsumexp
 from .row_streams import ROWS_PER_STREAM, RowStreams
@@ -57,10 +57,9 @@ def run_ais(
     chunk_size: int | None = None,
     keep_particles: bool = True,
     progressbar: bool = True,
-    tuning: dict | None = None,
+    notes: RunNotes | None = None,
     direction: str = "forward",
     starts=None,
-    start_info: dict | None = None,
 ) -> WorkRecord:
     """Run AIS paths over ``schedule`` with frozen per-temperature ``params``: all ``n_paths`` paths, or the paths
     ``rows`` of a run of ``n_paths`` (one chunk of it).
@@ -87,14 +86,12 @@ def run_ais(
     keep_particles : bool
         Keep the final positions (weighted draws from the target) in the record.
     progressbar : bool
-    tuning : dict, optional
-        Description of how ``params`` were obtained, stored in the record.
+    notes : RunNotes, optional
+        How ``params`` and the schedule were chosen and where the paths start, stored in the record.
     direction : {"forward", "reverse"}
     starts : array (stop - start, dim), optional
         Start states of the paths run. Required for ``"reverse"`` (draws of p1); forward runs draw exact starts
         from f0.
-    start_info : dict, optional
-        How the starts were obtained (e.g. ``{"reverse_start": "nuts"}``), stored in the record's ``tuning``.
     """
     schedule = np.asarray(schedule, dtype=float)
     K = schedule.size - 1
@@ -172,7 +169,7 @@ def run_ais(
         final_x=final_x,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning={**(tuning or {}), **(start_info or {})},
+        notes=RunNotes() if notes is None else notes,
         block_log_sum_w=lse_w,
         block_log_sum_w2=lse_w2,
         block_accept_sum=accept_sum,

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..records import DrawsTrust
+
 from .starts import (
     DRAW_KINDS,
     check_draws,
@@ -101,16 +103,17 @@ def starts_need_forward(reverse_start, target) -> bool:
 def reverse_start_states(
     reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
 ):
-    """``(starts, label, start_info)``: the reverse run's start states (see the module docstring), the label the
-    record keeps, and the description its ``tuning`` keeps (where the user's draws were checked against this
-    model, the check's findings). ``forward`` may be None unless :func:`starts_need_forward`."""
+    """``(starts, label, trust)``: the reverse run's start states (see the module docstring), the label the record
+    keeps, and, where the starts are the user's draws, the verdict on them (:class:`pmz.records.DrawsTrust`: the
+    Stein check of :func:`pmz.runners.draws_check.check_draws`; None otherwise). ``forward`` may be None unless
+    :func:`starts_need_forward`."""
     starts, label, given = _reverse_starts(
         reverse_start, target, forward, family, kernel, params, n, rng, progressbar, nuts_tune, reverse_burn
     )
-    start_info = {"reverse_start": label}
+    trust = None
     if given is not None and target.kind != "energy":  # the user's draws (all of them): like this posterior?
-        start_info.update(check_draws(target, *given, rng.spawn(1)[0], option="posterior"))
-    return starts, label, start_info
+        trust = DrawsTrust(check=check_draws(target, *given, rng.spawn(1)[0], option="posterior"))
+    return starts, label, trust
 
 
 def _thin(X, n: int) -> np.ndarray:

@@ -11,8 +11,8 @@ estimate of ``log Z = log p(y)``. The reference is fitted to the first half of e
 the second half (so q does not overfit the draws it is evaluated at). The reverse draws are MCMC draws: their
 effective sample size (ArviZ bulk ESS of the reverse log weights over chains) is recorded and used in place of
 their count for the variance. The draws are also tested (:func:`pmz.runners.draws_check.check_draws`): draws of
-another model with the same variable names give a confident wrong answer, and the records' ``tuning`` then holds a
-non-empty ``posterior_mismatch``.
+another model with the same variable names give a confident wrong answer, and the records' notes then hold a
+:class:`pmz.records.DrawsCheck` with a non-empty ``mismatch``.
 
 This runner records; :func:`pmz.estimators.bar.bar` estimates.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.reference import GaussianReference, StudentTReference
-from ..records import BidirectionalRecord, WorkRecord
+from ..records import BidirectionalRecord, DrawsTrust, RunNotes, WorkRecord
 from .starts import chain_ess, check_draws
 
 __all__ = ["fit_reference", "run_bridge"]
@@ -91,7 +91,7 @@ def run_bridge(
         serve both purposes (slightly optimistic).
     check : bool
         Test that the draws look like this model's posterior (:func:`pmz.runners.draws_check.check_draws`); its
-        numbers and ``posterior_mismatch`` (a reason, "" when they pass) go to both records' ``tuning``.
+        :class:`pmz.records.DrawsCheck` goes to both records' notes (``notes.draws.check``).
     """
     draws = np.asarray(draws, dtype=float)
     chain = np.asarray(chain)
@@ -120,13 +120,16 @@ def run_bridge(
     log_w_r = np.where(np.isnan(log_w_r), np.inf, log_w_r)
     n_eff = chain_ess(np.where(np.isfinite(log_w_r), log_w_r, 0.0), chain[bridge_idx])
 
-    info = {"reference": getattr(q, "name", "reference"), "n_fit": int(fit_idx.size), "split": bool(split)}
+    description = {"reference": getattr(q, "name", "reference"), "n_fit": int(fit_idx.size), "split": bool(split)}
+    trust = None
     if check:  # do the draws look like this model's posterior? (all of them)
-        info.update(check_draws(compiled, draws, chain, rng.spawn(1)[0]))
+        trust = DrawsTrust(check=check_draws(compiled, draws, chain, rng.spawn(1)[0]))
+    notes = RunNotes(description=description, draws=trust)
     schedule = np.array([0.0, 1.0])
-    common = dict(schedule=schedule, log_z0=float(getattr(q, "log_z", 0.0)), n_steps_per_temp=0, kernel="none")
-    forward = WorkRecord(log_weights=log_w_f, direction="forward", final_x=x_q, n_logp_evals=n_q, tuning=info, **common)
+    common = dict(schedule=schedule, log_z0=float(getattr(q, "log_z", 0.0)), n_steps_per_temp=0, kernel="none",
+                  notes=notes)
+    forward = WorkRecord(log_weights=log_w_f, direction="forward", final_x=x_q, n_logp_evals=n_q, **common)
     reverse = WorkRecord(
-        log_weights=log_w_r, direction="reverse", final_x=x_post, n_logp_evals=bridge_idx.size, tuning=info, **common
+        log_weights=log_w_r, direction="reverse", final_x=x_post, n_logp_evals=bridge_idx.size, **common
     )
     return BidirectionalRecord(forward, reverse, reverse_start="posterior", n_eff_reverse=n_eff)

@@ -35,7 +35,9 @@ agree with the exact ones within 4 MCSE with ``"last"``.
 
 :func:`cast_init` starts the chains; :func:`run_cast` drives the steps and returns a :class:`CASTRun` (draws of
 the slow chains, fast levels, visit counts per level, Wang-Landau's ``log g``, swap counts). The PyMC step method
-:class:`pmz.step_methods.CAST` calls the same :func:`cast_step` on a batch of one pair.
+:class:`pmz.step_methods.CAST` calls the same :func:`cast_step` on a batch of one pair. Both take their settings
+(pairs, steps, swaps, the sweep's and Wang-Landau's settings) as one
+:class:`~pmz.runners.tempering_settings.CASTSettings`, documented and checked once.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ import numpy as np
 from ..kernels.base import Kernel, ParticleState, select
 from ..model.target import count_evaluations
 from ..progress import progress_bar
-from ..validate import fraction, one_of, positive_int, positive_number
+from ..validate import positive_number
 from .level_weights import WangLandauState, wang_landau_init, wang_landau_update
-from .tempering_sweep import TemperingInfo, TemperingState, tempering_init, tempering_sweep, uniform_log_prior
+from .tempering_settings import SWAP_RULES, WL_UPDATES, CASTSettings
+from .tempering_sweep import TemperingInfo, TemperingState, tempering_init, tempering_sweep
 
 __all__ = [
     "uniform_ladder",
@@ -62,9 +65,6 @@ __all__ = [
     "SWAP_RULES",
     "WL_UPDATES",
 ]
-
-SWAP_RULES = ("last", "exchange")
-WL_UPDATES = ("counts", "rb")
 
 
 def uniform_ladder(beta_min: float = 0.9, n_temps: int = 19) -> np.ndarray:
@@ -119,7 +119,7 @@ class CASTInfo:
     Attributes
     ----------
     slow_acceptance : ndarray (n,)
-        The slow chains' kernel acceptance (averaged over ``n_steps_per_temp`` kernel steps).
+        The slow chains' kernel acceptance (averaged over the ``n_steps_per_temp`` kernel steps).
     fast : TemperingInfo
         The fast chains' sweep: levels at which x moved, ``log q(k | x)``, acceptance, level-move acceptance.
     swapped : ndarray (n,) of bool
@@ -170,37 +170,30 @@ def cast_step(
     kernel: Kernel,
     betas,
     params,
-    log_prior,
-    swap_interval: int = 50,
-    swap: str = "last",
-    wl_flatness: float = 0.2,
-    wl_time_unit: float = 1.0,
+    settings: CASTSettings,
     wl_one_over_t: bool = False,
-    adapt: bool = True,
-    update: str = "counts",
-    level_move: str = "gibbs",
-    n_steps_per_temp: int = 1,
 ) -> tuple[CASTState, CASTInfo]:
     """One CAST step for every pair (module docstring): one kernel call for slow and fast chains together (through
     :func:`pmz.runners.tempering_sweep.tempering_sweep`), the fast levels, the Wang-Landau update
-    (:func:`pmz.runners.level_weights.wang_landau_update`, skipped when ``adapt`` is False), and the swap.
+    (:func:`pmz.runners.level_weights.wang_landau_update`, skipped when ``settings.adapt`` is False), and the swap
+    (every ``settings.swap_interval`` steps, rule ``settings.swap``).
 
-    ``params`` holds one ``KernelParams`` per level (the slow chains use the top level's); ``wl_time_unit`` is
-    ``c`` of the Wang-Landau rule (1 for many chains, K for one pair, as :class:`pmz.step_methods.WangLandau`);
-    ``wl_one_over_t`` switches to the 1/t rule now (the step method does when tuning ends).
+    ``params`` holds one ``KernelParams`` per level (the slow chains use the top level's); ``settings`` is a
+    :class:`~pmz.runners.tempering_settings.CASTSettings` (its ``n_pairs``, ``n_steps``, ``keep_draws`` and
+    ``n_snapshots`` are :func:`run_cast`'s); ``wl_one_over_t`` switches to the 1/t rule now (the step method does
+    when tuning ends).
     """
-    if swap not in SWAP_RULES:
-        raise ValueError(f"pmz: swap must be one of {SWAP_RULES}, got {swap!r}")
     betas = np.asarray(betas, dtype=float)
     K, n = betas.size, state.has_top.size
     top = K - 1
+    log_prior = settings.log_prior_of(K)
     joint = TemperingState(
         ParticleState.concatenate([state.slow, state.fast.particles]),
         np.concatenate([np.full(n, top), state.fast.levels]),
     )
     moved, info = tempering_sweep(
         rng, joint, family=family, kernel=kernel, betas=betas, params=params, log_zhat=state.wl.log_g,
-        log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
+        settings=settings,
     )
     slow_rows, fast_rows = np.arange(n), np.arange(n, 2 * n)
     slow = moved.particles.take(slow_rows)  # the slow chains' level draw is discarded: they stay at beta = 1
@@ -210,12 +203,12 @@ def cast_step(
     )
 
     wl, halved = state.wl, False
-    if adapt:
+    if settings.adapt:
         occupied = np.bincount(fast.levels, minlength=K)
-        visits = np.exp(fast_info.log_q).mean(axis=0) if update == "rb" else occupied / n
+        visits = np.exp(fast_info.log_q).mean(axis=0) if settings.wl_update == "rb" else occupied / n
         wl, wl_info = wang_landau_update(
-            wl, visits, occupied, log_prior=log_prior, flatness=wl_flatness, time_unit=wl_time_unit,
-            one_over_t=wl_one_over_t,
+            wl, visits, occupied, log_prior=log_prior, flatness=settings.wl_flatness,
+            time_unit=settings.wl_time_unit, one_over_t=wl_one_over_t,
         )
         halved = wl_info.halved
 
@@ -224,8 +217,8 @@ def cast_step(
     has_top = state.has_top | at_top
     t = state.t + 1
     swapped = np.zeros(n, dtype=bool)
-    if t % int(swap_interval) == 0:
-        if swap == "last":
+    if t % settings.swap_interval == 0:
+        if settings.swap == "last":
             swapped = has_top
             slow = select(swapped, last_top, slow)
             has_top = np.zeros(n, dtype=bool)
@@ -275,6 +268,8 @@ class CASTRun:
     final : CASTState
     n_logp_evals, n_grad_evals : int
     settings : dict
+        The run's settings (those of its :class:`~pmz.runners.tempering_settings.CASTSettings` but ``log_prior``,
+        ``wl_time_unit``, ``keep_draws`` and ``n_snapshots``, with ``wl_update`` as ``update``) and the kernel's name.
     """
 
     betas: np.ndarray
@@ -304,60 +299,49 @@ def run_cast(
     kernel: Kernel,
     betas,
     params=None,
+    settings: CASTSettings | None = None,
     *,
     rng: np.random.Generator,
-    n_pairs: int = 50,
-    n_steps: int = 1000,
-    swap_interval: int = 50,
-    swap: str = "last",
     log_g=None,
-    log_prior=None,
-    wl_gamma0: float = 1.0,
-    wl_flatness: float = 0.2,
-    update: str = "counts",
-    adapt: bool = True,
-    level_move: str = "gibbs",
-    n_steps_per_temp: int = 1,
     start_x=None,
     start_fast_x=None,
-    keep_draws: bool = True,
-    n_snapshots: int = 50,
     progressbar: bool = False,
 ) -> CASTRun:
-    """Run ``n_pairs`` CAST pairs for ``n_steps`` steps (a short driver around :func:`cast_init` and
-    :func:`cast_step`; defaults from the paper: 50 pairs, a swap every 50 steps).
+    """Run ``settings.n_pairs`` CAST pairs for ``settings.n_steps`` steps (a short driver around :func:`cast_init`
+    and :func:`cast_step`).
 
     ``params``: one ``KernelParams`` per level (default: the kernel's default parameters at every level, right for
-    Gibbs kernels; tune HMC with :func:`pmz.runners.pilot.tune_along_schedule`). ``log_g``: initial Wang-Landau
-    weights (default zeros); ``adapt=False`` keeps them there (simulated tempering with fixed weights: with
-    ``swap="exchange"`` the pairs then leave ``p_1(x_s) q(x_f, k)`` exactly invariant). The other arguments are
-    those of :func:`cast_step`.
+    Gibbs kernels; tune HMC with :func:`pmz.runners.pilot.tune_along_schedule`). ``settings``: a
+    :class:`~pmz.runners.tempering_settings.CASTSettings` (default: the paper's, 50 pairs and a swap every 50 of
+    1000 steps). ``log_g``: initial Wang-Landau weights (default zeros); ``adapt=False`` in ``settings`` keeps them
+    there (simulated tempering with fixed weights: with ``swap="exchange"`` the pairs then leave
+    ``p_1(x_s) q(x_f, k)`` exactly invariant). ``start_x``, ``start_fast_x``: the slow and fast chains' starts
+    (default: exact draws of f0).
 
     Examples
     --------
     >>> from pmz.families.energy import EnergyFamily
     >>> from pmz.systems import two_node_mrf
     >>> model = two_node_mrf().model
-    >>> run = run_cast(EnergyFamily(model), model.kernel, uniform_ladder(0.0, 9), rng=np.random.default_rng(0),
-    ...                n_pairs=20, n_steps=400, swap_interval=10)
+    >>> settings = CASTSettings(n_pairs=20, n_steps=400, swap_interval=10)
+    >>> run = run_cast(EnergyFamily(model), model.kernel, uniform_ladder(0.0, 9), settings=settings,
+    ...                rng=np.random.default_rng(0))
     >>> run.slow_draws.shape, int(run.swaps.sum()) > 0
     ((400, 20, 2), True)
     """
-    one_of(*SWAP_RULES)("swap", swap)
-    one_of(*WL_UPDATES)("update", update)
-    fraction(closed_right=False)("wl_flatness", wl_flatness)
-    swap_interval = positive_int("swap_interval", swap_interval)
+    settings = CASTSettings() if settings is None else settings
     betas = np.asarray(betas, dtype=float)
     if betas.ndim != 1 or betas.size < 2 or betas[-1] != 1.0 or np.any(np.diff(betas) <= 0):
         raise ValueError("pmz: betas must increase strictly and end at 1")
-    K, n_steps, n_pairs = betas.size, int(n_steps), int(n_pairs)
+    K, n_steps, n_pairs = betas.size, settings.n_steps, settings.n_pairs
     params = [kernel.default_params(family.dim)] * K if params is None else list(params)
     if len(params) != K:
         raise ValueError(f"pmz: need one KernelParams per level ({K}), got {len(params)}")
-    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    log_prior = settings.log_prior_of(K)
+    keep_draws = settings.keep_draws
     evals = count_evaluations(family)
     state = cast_init(
-        rng, family, kernel, betas, n_pairs, wl_gamma0=wl_gamma0, log_g=log_g, start_x=start_x,
+        rng, family, kernel, betas, n_pairs, wl_gamma0=settings.wl_gamma0, log_g=log_g, start_x=start_x,
         start_fast_x=start_fast_x,
     )
     dim = state.slow.x.shape[1]
@@ -365,16 +349,14 @@ def run_cast(
     fast_draws = np.empty((n_steps, n_pairs, dim)) if keep_draws else None
     fast_levels = np.empty((n_steps, n_pairs), dtype=int)
     gammas, halvings, swaps = np.empty(n_steps), [], np.zeros(n_pairs, dtype=int)
-    snapshot_steps = np.unique(np.linspace(0, n_steps - 1, min(int(n_snapshots), n_steps)).astype(int))
+    snapshot_steps = np.unique(np.linspace(0, n_steps - 1, min(settings.n_snapshots, n_steps)).astype(int))
     history = np.empty((snapshot_steps.size, K))
     slow_accept, accept_sum, accept_n = 0.0, np.zeros(K), np.zeros(K)
     snap = 0
     with progress_bar(total=n_steps, desc="CAST", disable=not progressbar) as bar:
         for i in range(n_steps):
             state, info = cast_step(
-                rng, state, family=family, kernel=kernel, betas=betas, params=params, log_prior=log_prior,
-                swap_interval=swap_interval, swap=swap, wl_flatness=wl_flatness, update=update, adapt=adapt,
-                level_move=level_move, n_steps_per_temp=n_steps_per_temp,
+                rng, state, family=family, kernel=kernel, betas=betas, params=params, settings=settings,
             )
             if keep_draws:
                 slow_draws[i], fast_draws[i] = state.slow.x, state.fast.particles.x
@@ -392,10 +374,11 @@ def run_cast(
             bar.update(1)
     with np.errstate(invalid="ignore"):
         fast_acceptance = accept_sum / accept_n
-    settings = dict(
-        n_pairs=n_pairs, n_steps=n_steps, swap_interval=int(swap_interval), swap=swap, wl_gamma0=float(wl_gamma0),
-        wl_flatness=float(wl_flatness), update=update, adapt=bool(adapt), level_move=level_move,
-        n_steps_per_temp=int(n_steps_per_temp), kernel=kernel.name,
+    recorded = dict(
+        n_pairs=n_pairs, n_steps=n_steps, swap_interval=settings.swap_interval, swap=settings.swap,
+        wl_gamma0=settings.wl_gamma0, wl_flatness=settings.wl_flatness, update=settings.wl_update,
+        adapt=settings.adapt, level_move=settings.level_move, n_steps_per_temp=settings.n_steps_per_temp,
+        kernel=kernel.name,
     )
     return CASTRun(
         betas=betas,
@@ -411,11 +394,11 @@ def run_cast(
         halvings=np.array(halvings, dtype=int),
         one_over_t_from=int(state.wl.one_over_t_from),
         swaps=swaps,
-        n_swap_steps=n_steps // int(swap_interval),
+        n_swap_steps=n_steps // settings.swap_interval,
         slow_acceptance=slow_accept / max(n_steps, 1),
         fast_acceptance=fast_acceptance,
         final=state,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        settings=settings,
+        settings=recorded,
     )

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..inference_data import ess_bulk
+from ..records import DrawsCheck
 
 __all__ = ["check_draws", "mismatch_reason", "chain_ess", "ALPHA", "MIN_EFFECT", "critical_z"]
 
@@ -64,26 +65,27 @@ def _mean_and_se(terms, chain) -> tuple[float, float]:
     return float(np.mean(terms)), float(np.std(terms) / np.sqrt(max(chain_ess(terms, chain), 1.0)))
 
 
-def check_draws(compiled, X, chain, rng: np.random.Generator | None = None, *, option: str = "posterior") -> dict:
+def check_draws(compiled, X, chain, rng: np.random.Generator | None = None, *,
+                option: str = "posterior") -> DrawsCheck | None:
     """Test that flat draws ``X (n, dim)`` (chain of each in ``chain``) look like draws of this model's posterior.
 
-    See the module docstring for the two effects and the rule. Returns ``{"draws_check": effect,
-    "draws_check_se": se, "posterior_mismatch": "" or a one-line reason naming the variable}`` for the effect of
-    largest ``|z|`` over coordinates and both identities (an empty dict when there is nothing to test: fewer than
-    :data:`MIN_DRAWS` draws with a finite density, or no continuous coordinate).
+    See the module docstring for the two effects and the rule. Returns a :class:`pmz.records.DrawsCheck`: the
+    effect of largest ``|z|`` over coordinates and both identities, its se, and ``mismatch`` ("" or a one-line
+    reason naming the variable); None when there is nothing to test (fewer than :data:`MIN_DRAWS` draws with a
+    finite density, or no continuous coordinate).
     """
     X = np.asarray(X, dtype=float)
     chain = np.asarray(chain)
     cont = np.flatnonzero(~compiled.layout.discrete_mask)
     if X.shape[0] < MIN_DRAWS or not cont.size:
-        return {}
+        return None
     if rng is not None:
         _probe_neighbourhood(compiled, X, cont, rng)
     _, _, grad_prior, grad_lik = compiled.log_densities_and_grads(X)
     G = (grad_prior + grad_lik)[:, cont]
     ok = np.all(np.isfinite(G), axis=1)
     if ok.sum() < MIN_DRAWS:
-        return {}
+        return None
     Xc, G, chain = X[ok][:, cont], G[ok], chain[ok]
     sd = Xc.std(axis=0)
     rows = []  # (|z|, effect, se, coordinate, kind)
@@ -96,14 +98,12 @@ def check_draws(compiled, X, chain, rng: np.random.Generator | None = None, *, o
         rows.append((abs(loc) / max(loc_se, 1e-300), loc, loc_se, j, "location"))
         rows.append((abs(scale) / max(scale_se, 1e-300), scale, scale_se, j, "scale"))
     if not rows:
-        return {}
+        return None
     z_crit = critical_z(cont.size)
     flagged = [r for r in rows if r[0] > z_crit and abs(r[1]) > MIN_EFFECT]
     worst = max(flagged or rows, key=lambda r: r[0])
-    out = {"draws_check": worst[1], "draws_check_se": worst[2], "posterior_mismatch": ""}
-    if flagged:
-        out["posterior_mismatch"] = _reason(compiled, cont, worst, len(flagged), option, z_crit)
-    return out
+    mismatch = _reason(compiled, cont, worst, len(flagged), option, z_crit) if flagged else ""
+    return DrawsCheck(effect=worst[1], se=worst[2], mismatch=mismatch)
 
 
 def _probe_neighbourhood(compiled, X, cont, rng) -> None:

@@ -17,7 +17,7 @@ reference that covers every mode they found:
    The chains' proportions are not used (they follow the starts, not the masses).
 
 The mixture ``sum_c w_c q_c`` with ``w_c`` proportional to the masses is where the multimodal route's tempered
-path starts (:mod:`pmz.methods.auto`); its estimate is unbiased for ``Z`` whatever the weights.
+path starts (:mod:`pmz.auto.modes_route`); its estimate is unbiased for ``Z`` whatever the weights.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..model.mixture_reference import MixtureReference
-from ..model.reference import GaussianReference, StudentTReference
+from ..model.reference import STUDENT_T_DF, GaussianReference, StudentTReference
 from ..sample_diagnostics import pareto_khat
 from ..weights import log_mean_weight, log_mean_weight_se
 
@@ -143,7 +143,8 @@ def _shrunk_covariance(X) -> np.ndarray:
     return cov + floor * np.eye(dim)
 
 
-def fit_mode_components(x, labels, *, kind: str = "gaussian", inflate: float = 1.2, df: float = 7.0) -> list:
+def fit_mode_components(x, labels, *, kind: str = "gaussian", inflate: float = 1.2,
+                        df: float = STUDENT_T_DF) -> list:
     """One reference per cluster of chains, fitted to all its chains' draws (``x``: chain, draw, dim).
 
     The covariance is :func:`_shrunk_covariance` times ``inflate**2`` (a little wider than the mode, so that the
@@ -233,7 +234,8 @@ def mode_reference(compiled, x, rng: np.random.Generator, *, n_mass_draws: int =
     """The mixture reference over the modes the chains found, and a :class:`ModeSummary` of them.
 
     One component per cluster of chains (:func:`fit_mode_components`; ``kind="student_t"`` by default, 7 degrees of
-    freedom: on the benchmark's eggbox, whose modes at the prior's bounds are exponential tails in the unconstrained
+    freedom, :data:`pmz.model.reference.STUDENT_T_DF`: on the benchmark's eggbox, whose modes at the prior's
+    bounds are exponential tails in the unconstrained
     space, Gaussian components left the importance weights with an ESS of 0.3% and SMC from them 4.5 se low, where
     Student-t components gave ESS 41-47% on most seeds; on the other benchmark models the ESS was the same or higher).
 

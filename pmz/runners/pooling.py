@@ -31,7 +31,7 @@ from functools import reduce
 
 import numpy as np
 
-from ..records import SMCRecord, TemperingTrace, WorkRecord
+from ..records import RunNotes, SMCRecord, TemperingTrace, WorkRecord
 from ..weights import logsumexp
 
 __all__ = [
@@ -160,10 +160,10 @@ def _concat(arrays):
     return None if any(a is None for a in arrays) else np.concatenate(arrays)
 
 
-def merge_work(records: list[WorkRecord], *, tuning: dict | None = None) -> WorkRecord:
+def merge_work(records: list[WorkRecord], *, notes: RunNotes | None = None) -> WorkRecord:
     """One WorkRecord of the paths of ``records`` (runs of disjoint paths over one schedule with one set of frozen
     kernels, in chunk order): weights and blocks joined, the pooled statistics made from the blocks
-    (:func:`pool_work`). ``tuning``: the description to keep (default the first record's)."""
+    (:func:`pool_work`). ``notes``: the run's notes to keep (default the first record's)."""
     first = records[0]
     joined = replace(
         first,
@@ -171,7 +171,7 @@ def merge_work(records: list[WorkRecord], *, tuning: dict | None = None) -> Work
         final_x=_concat([r.final_x for r in records]),
         n_logp_evals=sum(r.n_logp_evals for r in records),
         n_grad_evals=sum(r.n_grad_evals for r in records),
-        tuning=dict(first.tuning if tuning is None else tuning),
+        notes=first.notes if notes is None else notes,
         block_log_sum_w=np.concatenate([r.block_log_sum_w for r in records]),
         block_log_sum_w2=np.concatenate([r.block_log_sum_w2 for r in records]),
         block_accept_sum=np.concatenate([r.block_accept_sum for r in records]),

@@ -23,7 +23,7 @@ and every iteration is kept.
 Default starts (:func:`dispersed_starts`): PyMC's initial point plus uniform(-2, 2) jitter in the unconstrained
 space (PyMC's ``jitter+adapt_diag`` start); starts with a non-finite log density are redrawn with less jitter, so
 vague priors whose forward draws underflow never block the start. The default evidence route replaces half of
-them by exact prior draws (:func:`pmz.methods.auto_chains.finite_starts`).
+them by exact prior draws (:func:`pmz.runners.draw_trust.finite_starts`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,45 @@ from ..sample_diagnostics import split_rhat
 from ..kernels.adaptation import dual_averaging_init, dual_averaging_step_size, dual_averaging_update
 from ..model.target import count_evaluations
 
-__all__ = ["PosteriorDraws", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
+__all__ = ["PosteriorDraws", "WarmupNotes", "sample_posterior", "continue_sampling", "dispersed_starts", "max_split_rhat"]
 
 _TARGET_ACCEPT = 0.8
 _DIVERGENCE = 1000.0
 _SETTLED_RHAT = 1.05  # the warm-up's chains agree (see _adapted)
 _SETTLED_METRIC = 1.5  # successive metric windows agree within this factor in every direction
 _MIN_WINDOW = 10  # fewest iterations of a metric window, and of the final step-size window after a deadline
+
+
+@dataclass(frozen=True)
+class WarmupNotes:
+    """How the chains behind :class:`PosteriorDraws` were made.
+
+    Attributes
+    ----------
+    source : {"pmz", "posterior"}
+        pmz's own chains (:func:`sample_posterior`) or draws the user gave (``posterior=``).
+    dense_metric : bool or None
+        Whether the warm-up's metric is dense (None for given draws).
+    n_warmup : int or None
+        Warm-up iterations asked for.
+    n_warmup_done : int or None
+        Warm-up iterations run (fewer where ``max_time`` cut the warm-up or the adaptation settled early).
+    warmup_cut : bool
+        ``max_time`` was spent during the warm-up: the chains may not have converged.
+    warmup_settled_at : int or None
+        The iteration at which the chains agreed and the metric stopped changing (the remaining metric windows
+        were skipped); None where that did not happen.
+    n_chunks : int
+        Groups of chains that warmed up on their own (:mod:`pmz.auto.chain_groups`).
+    """
+
+    source: str = "pmz"
+    dense_metric: bool | None = None
+    n_warmup: int | None = None
+    n_warmup_done: int | None = None
+    warmup_cut: bool = False
+    warmup_settled_at: int | None = None
+    n_chunks: int = 1
 
 
 @dataclass(frozen=True)
@@ -66,7 +98,7 @@ class PosteriorDraws:
     divergences_by_chain : ndarray (n_chains,) of int or None
         The same, chain by chain (so that dropping chains drops their divergences).
     group : ndarray (n_chains,) of int or None
-        Chains run in groups that adapted separately (:mod:`pmz.methods.chain_groups`): each chain's group, and
+        Chains run in groups that adapted separately (:mod:`pmz.auto.chain_groups`): each chain's group, and
         ``parts`` each group's frozen sampler (metric, trajectory length; no draws). None: one group, this one.
     rhat : float
         Largest split R-hat over the coordinates and the log posterior.
@@ -85,7 +117,7 @@ class PosteriorDraws:
     rhat: float
     n_grad_evals: int
     seconds: float
-    info: dict = field(default_factory=dict)
+    info: WarmupNotes = field(default_factory=WarmupNotes)
     divergences_by_chain: np.ndarray | None = None
     group: np.ndarray | None = None
     parts: tuple = ()
@@ -273,7 +305,7 @@ def sample_posterior(
     deadline : float, optional
         ``time.perf_counter()`` value after which sampling stops early: a warm-up that reaches it skips its
         remaining metric windows and ends with a final step-size window of ``_MIN_WINDOW`` iterations
-        (``info["warmup_cut"]``, ``info["n_warmup_done"]``); at least 10 draws are kept. After a cut the
+        (``info.warmup_cut``, ``info.n_warmup_done``); at least 10 draws are kept. After a cut the
         trajectories are at most 10 leapfrog steps (the metric may not be adapted yet, the step size tiny).
     """
     t0 = time.perf_counter()
@@ -334,8 +366,8 @@ def sample_posterior(
         rhat=np.inf,
         n_grad_evals=evals.n_grad_evals,
         seconds=time.perf_counter() - t0,
-        info={"dense_metric": bool(metric.ndim == 2), "n_warmup": n_warmup, "n_warmup_done": done,
-              "warmup_cut": out_of_time, "warmup_settled_at": converged_at},
+        info=WarmupNotes(dense_metric=bool(metric.ndim == 2), n_warmup=n_warmup, n_warmup_done=done,
+                         warmup_cut=out_of_time, warmup_settled_at=converged_at),
     )
 
     def report(kept):

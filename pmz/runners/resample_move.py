@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model.target import count_evaluations
 from ..progress import progress_bar
-from ..records import SMCRecord
+from ..records import RunNotes, SMCRecord
 from ..weights import normalized_log_weights
 from .pooling import SMC_COLUMNS, merge_smc
 from .resampling import RESAMPLING_SCHEMES
@@ -204,7 +204,7 @@ def smc_runs(
     ``until``: a wall-clock time (``time.time()``, so that it means the same on any worker) after which no further
     run starts once ``min_runs`` runs are done (the record's ``n_runs`` says how many ran). With
     ``keep_on_interrupt`` (a whole run in one chunk here: no chunks to keep), Ctrl-C during a run after the first
-    keeps the finished runs and the record's ``tuning["interrupted"]`` says so (``pmz.evidence`` then marks the
+    keeps the finished runs and the record's ``notes.interrupted`` says so (``pmz.evidence`` then marks the
     result partial and unreliable); otherwise it raises, and the chunk runner keeps the finished chunks.
 
     :func:`run_smc` makes all its runs here and pools them with :func:`pmz.runners.pooling.merge_smc`; a run split
@@ -239,10 +239,9 @@ def smc_runs(
         final_x = np.concatenate([x for x, _ in finals])
         final_log_w = np.concatenate([lw for _, lw in finals])
     columns = {name: np.array([row[name] for row in rows]) for name in SMC_COLUMNS}
-    tuning = {
+    description = {
         "resampling": settings.resampling,
         "resample_threshold": settings.resample_threshold,
-        "gamma_threshold": settings.gamma_threshold,
         "gamma_relative_to": settings.gamma_relative_to,
         "max_generate": settings.max_generate,
         "min_reseed": settings.min_reseed,
@@ -251,8 +250,8 @@ def smc_runs(
         "tune": settings.tune,
         **sequence.describe(),
     }
-    if interrupted:
-        tuning["interrupted"] = interrupted
+    notes = RunNotes(description=description, gamma_threshold=settings.gamma_threshold,
+                     interrupted=interrupted or "")
     return SMCRecord(
         **columns,
         log_z0=float(sequence.log_z0),
@@ -266,5 +265,5 @@ def smc_runs(
         final_log_weights=final_log_w,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning=tuning,
+        notes=notes,
     )

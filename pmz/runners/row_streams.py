@@ -10,8 +10,10 @@ a chunk to any worker) and :meth:`RowStreams.generator` gives the ``numpy.random
 * a draw whose first dimension is the batch size is a draw *per row*: each block that the batch touches draws its
   whole block from its own stream (fresh from its seed) and the batch keeps its rows of it. A block cut by a chunk
   boundary is drawn in full by both chunks, each keeping its part: at most two blocks of extra draws per chunk;
-* any other draw comes from the shared stream, fresh from its seed for every batch, so every batch of a run sees the
-  same shared numbers however the rows were grouped (one block: its own stream does everything, as before).
+* any other draw of a listed method (:attr:`BlockStreams.PER_ROW`) comes from the shared stream, fresh from its seed
+  for every batch, so every batch of a run sees the same shared numbers however the rows were grouped (one block: its
+  own stream does everything, as before); so do the batch-wide draws :attr:`BlockStreams.SHARED` lists. Any other
+  method is refused with an error that says so: a kernel that draws in a new way must say which kind of draw it is.
 
 Hence a run gives the same bits in one batch, in memory chunks (``chunk_size``), in ``n_chunks`` chunks, in this
 process or on any executor, provided the kernel's sequence of draws does not depend on the batch size other than
@@ -81,7 +83,7 @@ class BlockStreams:
     """A ``numpy.random.Generator`` look-alike for the rows ``start .. stop - 1`` of a run whose rows are grouped
     into blocks, each with its own stream (see the module docstring): a draw whose first dimension is the number of
     rows is made block by block, each block drawing all its rows and keeping those in range; draws of any other
-    shape, and any other attribute, come from ``shared``.
+    shape, and the batch-wide attributes of :attr:`SHARED`, come from ``shared``; anything else is an error.
 
     Parameters
     ----------
@@ -116,6 +118,10 @@ class BlockStreams:
             return getattr(self.shared, method)(*args, size=size, **kwargs)
         return self.rows(lambda g, m: getattr(g, method)(*args, size=(m, *shape[1:]), **kwargs))
 
+    #: the draws made block by block when their first dimension is the batch size (from the shared stream otherwise)
+    PER_ROW = ("standard_normal", "normal", "uniform", "random", "integers", "choice", "chisquare",
+               "standard_exponential")
+
     def standard_normal(self, size=None):
         return self._draw("standard_normal", size)
 
@@ -140,5 +146,15 @@ class BlockStreams:
     def standard_exponential(self, size=None):
         return self._draw("standard_exponential", size)
 
+    #: what a batch takes from the shared stream as it is (never per row): a random order of sites or units, and the
+    #: raw bits of the lattice kernels (drawn for the whole batch: those runs are the same bits for one chunking only)
+    SHARED = ("permutation", "bit_generator")
+
     def __getattr__(self, name):
-        return getattr(self.shared, name)
+        if name in BlockStreams.SHARED:
+            return getattr(self.shared, name)
+        raise AttributeError(
+            f"pmz: BlockStreams has no draw {name!r}: a draw per row must be listed here (made block by block, so "
+            f"that the rows' numbers do not depend on the batch), and a batch-wide one in BlockStreams.SHARED; "
+            f"listed: {', '.join(sorted(BlockStreams.PER_ROW + BlockStreams.SHARED))}"
+        )

@@ -18,6 +18,10 @@ update ``log Zhat_k <- log Zhat_k + log(c_hat_k / r_k) - log(c_hat_0 / r_0)`` (:
 last x with fresh uniform levels, until ``max_k |r_k - c_hat_k| < tol / K``. With good ``Zhat`` every level is
 visited about ``r_k`` of the time, so the ladder mixes.
 
+The settings of a sweep and of a run (:class:`~pmz.runners.tempering_settings.SweepSettings`,
+:class:`~pmz.runners.tempering_settings.TemperingSettings`) are documented and checked once, in
+:mod:`pmz.runners.tempering_settings`.
+
 Runners record; the estimators in :mod:`pmz.estimators.rts`, :mod:`pmz.estimators.ti` and
 :mod:`pmz.estimators.mbar` turn a trace into log Z.
 """
@@ -31,11 +35,12 @@ import numpy as np
 from ..kernels.base import Kernel, ParticleState, params_per_particle
 from ..model.target import count_evaluations
 from ..progress import progress_bar
-from ..records import TemperingTrace
+from ..records import RunNotes, TemperingTrace
 from .level_weights import rts_update
 from .pooling import CHAIN_BLOCKS, TRACE_SUMS, block_offsets, pooled_trace_sums
 from .row_streams import RowStreams
 from .levels import level_log_probs, move_levels
+from .tempering_settings import SweepSettings, TemperingSettings, uniform_log_prior
 
 __all__ = [
     "run_tempering",
@@ -48,10 +53,6 @@ __all__ = [
     "uniform_log_prior",
     "start_outside_support_at_zero",
 ]
-
-
-def uniform_log_prior(n_levels: int) -> np.ndarray:
-    return np.full(n_levels, -np.log(n_levels))
 
 
 def start_outside_support_at_zero(levels, U, betas) -> np.ndarray:
@@ -112,15 +113,16 @@ def tempering_sweep(
     betas,
     params,
     log_zhat,
-    log_prior,
-    level_move: str = "gibbs",
-    n_steps_per_temp: int = 1,
+    settings: SweepSettings,
 ) -> tuple[TemperingState, TemperingInfo]:
-    """One sweep of RTS Algorithm 1 for all chains: ``n_steps_per_temp`` kernel steps on x, each chain at its own
-    ``beta = b_k`` with level k's parameters ``params[k]``, then ``log q(k | x)`` at the new x and a level move
+    """One sweep of RTS Algorithm 1 for all chains: ``settings.n_steps_per_temp`` kernel steps on x, each chain at
+    its own ``beta = b_k`` with level k's parameters ``params[k]``, then ``log q(k | x)`` at the new x (guesses
+    ``log_zhat``, prior ``settings.log_prior``) and a level move ``settings.level_move``
     (:func:`pmz.runners.levels.move_levels`). The same step serves :func:`run_tempering`,
-    :func:`pmz.runners.wang_landau.run_wang_landau` and the PyMC step methods (one chain).
+    :func:`pmz.runners.wang_landau.run_wang_landau`, :func:`pmz.runners.cast.cast_step` and the PyMC step methods
+    (one chain); ``settings`` is any :class:`~pmz.runners.tempering_settings.SweepSettings` (those of the loop).
     """
+    n_steps_per_temp = settings.n_steps_per_temp
     levels = state.levels
     step_params = params_per_particle(params, levels)
     beta = betas[levels]
@@ -129,8 +131,8 @@ def tempering_sweep(
     for _ in range(n_steps_per_temp):
         particles, info = kernel.step(rng, particles, family, beta, step_params)
         acceptance += info.acceptance
-    log_q = level_log_probs(particles.parts.U, betas, log_zhat, log_prior)
-    new_levels, accepted = move_levels(rng, levels, log_q, level_move)
+    log_q = level_log_probs(particles.parts.U, betas, log_zhat, settings.log_prior_of(betas.size))
+    new_levels, accepted = move_levels(rng, levels, log_q, settings.level_move)
     return TemperingState(particles, new_levels), TemperingInfo(levels, log_q, acceptance / n_steps_per_temp, accepted)
 
 
@@ -175,30 +177,24 @@ def run_tempering(
     kernel: Kernel,
     betas,
     params,
+    settings: TemperingSettings,
     *,
     log_zhat,
     rng: np.random.Generator | None = None,
-    n_chains: int,
-    n_sweeps: int,
     streams: RowStreams | None = None,
     rows: tuple[int, int] | None = None,
-    log_prior=None,
-    level_move: str = "gibbs",
-    n_steps_per_temp: int = 1,
     start_x=None,
     start_levels=None,
-    n_batches: int = 1000,
-    n_traces: int = 5,
-    store_draws: bool = False,
     progressbar: bool = True,
-    tuning: dict | None = None,
+    notes: RunNotes | None = None,
     desc: str = "tempering",
     keep_on_interrupt: bool = False,
 ) -> TemperingTrace:
-    """Run ``n_chains`` simulated-tempering chains for ``n_sweeps`` sweeps with fixed ``log_zhat``.
+    """Run ``settings.n_chains`` simulated-tempering chains (or the chains ``rows`` of them) for
+    ``settings.n_sweeps`` sweeps with fixed ``log_zhat``.
 
     With ``keep_on_interrupt`` (a whole run in one chunk here: no chunks to keep), Ctrl-C after two sweeps keeps the
-    finished sweeps: the trace is that of a shorter run and its ``tuning["interrupted"]`` says so (``pmz.evidence``
+    finished sweeps: the trace is that of a shorter run and its ``notes.interrupted`` says so (``pmz.evidence``
     marks the result partial and unreliable); otherwise it raises.
 
     Parameters
@@ -210,41 +206,38 @@ def run_tempering(
         The ladder, from 0 to 1.
     params : sequence of KernelParams, length K
         Frozen kernel parameters of each level.
+    settings : TemperingSettings
+        Chains, sweeps, level move, kernel steps per sweep, prior over levels and what is kept
+        (:class:`~pmz.runners.tempering_settings.TemperingSettings`).
     log_zhat : array (K,)
         Guesses of ``log Z_k`` (relative to level 0).
     rng : numpy.random.Generator, optional
-        The run's stream: the chains' streams are :meth:`RowStreams.spawn(rng, n_chains)
+        The run's stream: the chains' streams are :meth:`RowStreams.spawn(rng, settings.n_chains)
         <pmz.runners.row_streams.RowStreams.spawn>`. Give ``rng`` or ``streams``.
-    n_chains, n_sweeps : int
-        ``n_chains``: the chains of the whole run.
     streams : RowStreams, optional
         The run's row streams (a chunk of a run gets those of the whole run).
     rows : (int, int), optional
         The chains ``start .. stop - 1`` to run (default: all; whole blocks of work,
         :func:`pmz.runners.pooling.block_offsets`); the trace holds those chains only.
-    log_prior : array (K,), optional
-        ``log r_k``; default uniform.
-    level_move : {"gibbs", "metropolis"}
-    n_steps_per_temp : int
-        Kernel steps on x per sweep.
     start_x : array (stop - start, dim), optional
         Default: exact draws of f0.
     start_levels : array (stop - start,), optional
         Default: uniform random levels.
-    n_batches : int
-        The sums are kept per batch of consecutive sweeps (at most ``n_sweeps`` batches: one per sweep for runs
-        up to 1000 sweeps); the estimators' error bars come from this series, with its autocorrelation.
-    n_traces : int
-        Chains whose level trajectories are kept.
-    store_draws : bool
-        Keep every sample's ``U`` and level (for MBAR): ``n_sweeps * n_chains`` floats.
+    progressbar : bool
+    notes : RunNotes, optional
+        How ``params`` were obtained, stored in the trace (with an interruption it survived).
+    desc : str
+        The progress bar's label.
+    keep_on_interrupt : bool
+        Keep the finished sweeps on Ctrl-C (see above).
     """
     betas = np.asarray(betas, dtype=float)
     K = betas.size
     if len(params) != K:
         raise ValueError(f"need one KernelParams per level ({K}), got {len(params)}")
     log_zhat = np.asarray(log_zhat, dtype=float)
-    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    log_prior = settings.log_prior_of(K)
+    n_chains, n_sweeps = settings.n_chains, settings.n_sweeps
     if (rng is None) == (streams is None):
         raise ValueError("pmz: run_tempering needs rng= (the run's stream) or streams= (its row streams), not both")
     streams = RowStreams.spawn(rng, n_chains) if streams is None else streams
@@ -260,30 +253,31 @@ def run_tempering(
         start_x = stream.rows(family.sample_start)
     state = tempering_init(stream, family, kernel, betas, n_run, start_x=start_x, start_levels=start_levels)
 
-    B = max(1, min(int(n_batches), int(n_sweeps)))
+    B = max(1, min(settings.n_batches, n_sweeps))
     G = cuts.size
     sums = np.zeros((len(TRACE_SUMS), G, B, K))
     block_accept = np.zeros((2, G, K))  # acceptance sums and moves per block and level
     level_accepted = np.zeros(G, dtype=int)
     block = np.repeat(np.arange(G), np.diff(np.append(cuts, n_run)))
     batch_size = np.zeros(B, dtype=int)
-    n_traces = min(int(n_traces), n_run)
+    store_draws = settings.store_draws
+    n_traces = min(settings.n_traces, n_run)
     level_traces = np.empty((n_sweeps, n_traces), dtype=int)
     draws_U = np.empty((n_sweeps, n_run)) if store_draws else None
     draws_level = np.empty((n_sweeps, n_run), dtype=int) if store_draws else None
-    log_q, tuning, done = None, dict(tuning or {}), n_sweeps
+    log_q, notes, done = None, RunNotes() if notes is None else notes, n_sweeps
     with progress_bar(total=n_sweeps, desc=desc, disable=not progressbar) as bar:
         for t in range(n_sweeps):
             try:
                 state, info = tempering_sweep(
                     stream, state, family=family, kernel=kernel, betas=betas, params=params, log_zhat=log_zhat,
-                    log_prior=log_prior, level_move=level_move, n_steps_per_temp=n_steps_per_temp,
+                    settings=settings,
                 )
             except KeyboardInterrupt:  # Ctrl-C: keep the finished sweeps where asked
                 if not (keep_on_interrupt and t >= 2):
                     raise
                 done = t
-                tuning["interrupted"] = f"interrupted (Ctrl-C) after {t} of {n_sweeps} sweeps"
+                notes = replace(notes, interrupted=f"interrupted (Ctrl-C) after {t} of {n_sweeps} sweeps")
                 break
             b = t * B // n_sweeps
             _add_sample(sums, b, state.particles.parts.U, info, K, cuts)
@@ -313,8 +307,8 @@ def run_tempering(
         level_traces=level_traces,
         n_chains=int(n_run),
         n_sweeps=int(done),
-        n_steps_per_temp=int(n_steps_per_temp),
-        level_move=level_move,
+        n_steps_per_temp=settings.n_steps_per_temp,
+        level_move=settings.level_move,
         kernel=kernel.name,
         draws_U=None if draws_U is None else draws_U.ravel(),
         draws_level=None if draws_level is None else draws_level.ravel(),
@@ -323,7 +317,7 @@ def run_tempering(
         final_log_q=log_q,
         n_logp_evals=evals.n_logp_evals,
         n_grad_evals=evals.n_grad_evals,
-        tuning=tuning,
+        notes=notes,
         block_sums=sums,
         block_accept=block_accept,
         block_level_accepted=level_accepted,
@@ -336,20 +330,18 @@ def adapt_log_zhat(
     kernel: Kernel,
     betas,
     params,
+    settings: TemperingSettings,
     *,
     log_zhat,
     rng: np.random.Generator,
-    n_chains: int,
-    n_sweeps: int,
     max_iterations: int = 10,
     tol: float = 0.1,
-    log_prior=None,
-    level_move: str = "gibbs",
-    n_steps_per_temp: int = 1,
     start_x=None,
     progressbar: bool = True,
 ):
-    """The initial iterations of RTS section 2.4 (see module docstring).
+    """The initial iterations of RTS section 2.4 (see module docstring): at most ``max_iterations`` runs of
+    :func:`run_tempering` with ``settings`` (``settings.n_sweeps`` sweeps each; one batch, no level trajectories
+    and no draws kept, whatever ``settings`` says), each from the last one's positions with fresh uniform levels.
 
     Returns ``(log_zhat, x, levels, stages, converged)``: the adapted guesses, the chains' last positions and
     levels (a long run that starts there needs no burn-in with +-1 level moves, which mix slowly), one
@@ -358,8 +350,9 @@ def adapt_log_zhat(
     """
     betas = np.asarray(betas, dtype=float)
     K = betas.size
-    log_prior = uniform_log_prior(K) if log_prior is None else np.asarray(log_prior, dtype=float)
+    log_prior = settings.log_prior_of(K)
     log_zhat = np.asarray(log_zhat, dtype=float)
+    each = settings.replace(n_batches=1, n_traces=0, store_draws=False)
     x, levels, stages, converged = start_x, None, [], False
     for i in range(int(max_iterations)):
         trace = run_tempering(
@@ -367,16 +360,10 @@ def adapt_log_zhat(
             kernel,
             betas,
             params,
+            each,
             log_zhat=log_zhat,
             rng=rng,
-            n_chains=n_chains,
-            n_sweeps=n_sweeps,
-            log_prior=log_prior,
-            level_move=level_move,
-            n_steps_per_temp=n_steps_per_temp,
             start_x=x,
-            n_batches=1,
-            n_traces=0,
             progressbar=progressbar,
             desc=f"RTS initial iteration {i + 1}",
         )

@@ -63,11 +63,11 @@ from ..kernels.adaptation import decreasing_gain, robbins_monro_log_step
 from ..kernels.base import Kernel, KernelParams
 from ..kernels.gibbs import MixedKernel, SiteGibbs
 from ..kernels.hmc import HamiltonianMC
-from ..runners.cast import SWAP_RULES, cast_init, cast_step, uniform_ladder
-from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
+from ..runners.cast import cast_init, cast_step, uniform_ladder
+from ..runners.levels import level_log_probs, move_levels
 from ..runners.pilot import tune_along_schedule
-from ..runners.tempering_sweep import uniform_log_prior
-from ..validate import fraction, positive_int, positive_number
+from ..runners.tempering_settings import CASTSettings
+from ..validate import positive_int
 from .base import PowerPosteriorStep, declare_stats
 from .tempered_step import _checked_value_vars
 
@@ -165,10 +165,10 @@ class CAST(PowerPosteriorStep):
     ):
         model = pm.modelcontext(model)
         value_vars = _checked_value_vars(model, vars, blocked, "CAST", allow_discrete=True)
-        if level_move not in LEVEL_MOVES:
-            raise ValueError(f"pmz: level_move must be one of {LEVEL_MOVES}, got {level_move!r}")
-        if swap not in SWAP_RULES:
-            raise ValueError(f"pmz: swap must be one of {SWAP_RULES}, got {swap!r}")
+        settings = CASTSettings(  # checked before the model compiles; one pair per PyMC chain
+            swap_interval=swap_interval, swap=swap, wl_gamma0=wl_gamma0, wl_flatness=wl_flatness,
+            level_move=level_move, n_pairs=1,
+        )
         betas = _ladder(schedule, n_temps, beta_min)
         K = betas.size
         if log_g is not None:
@@ -178,13 +178,9 @@ class CAST(PowerPosteriorStep):
             log_g = log_g - log_g[0]
         self.model = model
         self.betas, self.n_levels = betas, K
-        self.log_prior = uniform_log_prior(K)
-        self.swap_interval = positive_int("swap_interval", swap_interval)
-        self.swap = swap
-        self.gamma0 = float(positive_number("wl_gamma0", wl_gamma0))
-        self.flatness = float(fraction(closed_right=False)("wl_flatness", wl_flatness))
+        self.settings = settings.replace(wl_time_unit=K)  # one pair: K steps move the weights as one sweep
+        self.log_prior = self.settings.log_prior_of(K)
         self.initial_log_g = log_g
-        self.level_move = level_move
         self.n_pilot = positive_int("n_pilot", n_pilot)
         self.compile_mode = compile_mode
         self._compiled = self._family = None
@@ -234,7 +230,7 @@ class CAST(PowerPosteriorStep):
         self._scales = [np.asarray(p.scale, dtype=float) for p in params]
         self._n_leapfrog = params[0].n_leapfrog
         state = cast_init(
-            self.rng, self.family, self.kernel, betas, 1, wl_gamma0=self.gamma0, log_g=log_g,
+            self.rng, self.family, self.kernel, betas, 1, wl_gamma0=self.settings.wl_gamma0, log_g=log_g,
             start_x=x0[None, :], start_fast_x=x0[None, :], start_levels=np.zeros(1, dtype=int),
         )
         log_q = level_log_probs(state.fast.particles.parts.U, betas, log_g, self.log_prior)
@@ -268,13 +264,8 @@ class CAST(PowerPosteriorStep):
             kernel=self.kernel,
             betas=self.betas,
             params=self._level_params(),
-            log_prior=self.log_prior,
-            swap_interval=self.swap_interval,
-            swap=self.swap,
-            wl_flatness=self.flatness,
-            wl_time_unit=self.n_levels,
+            settings=self.settings,
             wl_one_over_t=not tuning,
-            level_move=self.level_move,
         )
         accept, fast_accept = float(info.slow_acceptance[0]), float(info.fast.acceptance[0])
         if tuning and self.kernel.tunable:

@@ -105,9 +105,10 @@ from ..kernels.adaptation import decreasing_gain, robbins_monro_log_step
 from ..kernels.base import KernelParams
 from ..kernels.hmc import HamiltonianMC
 from ..model.pymc import ModelSpecificationError
-from ..runners.levels import LEVEL_MOVES, level_log_probs, move_levels
+from ..runners.levels import level_log_probs, move_levels
 from ..runners.pilot import tune_along_schedule
-from ..runners.tempering_sweep import TemperingState, tempering_sweep, uniform_log_prior
+from ..runners.tempering_settings import SweepSettings
+from ..runners.tempering_sweep import TemperingState, tempering_sweep
 from .base import PowerPosteriorStep, declare_stats
 
 __all__ = []  # the samplers: pmz.step_methods.simulated_tempering_step, pmz.step_methods.wang_landau_step
@@ -159,22 +160,20 @@ class _TemperingStep(PowerPosteriorStep):
         model = pm.modelcontext(model)
         who = type(self).__name__
         value_vars = _checked_value_vars(model, vars, blocked, who)
-        if level_move not in LEVEL_MOVES:
-            raise ValueError(f"pmz: level_move must be one of {LEVEL_MOVES}, got {level_move!r}")
+        self.settings = SweepSettings(level_move=level_move)  # one sweep of the chain (checks level_move)
         if isinstance(n_pilot, bool) or int(n_pilot) != n_pilot or n_pilot < 2:
             raise ValueError(f"pmz: n_pilot must be an integer >= 2, got {n_pilot!r}")
         self.model = model
         self.betas = make_schedule(schedule, n_temps)
         K = self.betas.size
         self.n_levels = K
-        self.log_prior = uniform_log_prior(K)
+        self.log_prior = self.settings.log_prior_of(K)
         if log_zhat is not None:
             log_zhat = np.asarray(log_zhat, dtype=float)
             if log_zhat.shape != (K,) or not np.all(np.isfinite(log_zhat)):
                 raise ValueError(f"pmz: log_zhat must hold {K} finite guesses of log Z_k (one per level)")
             log_zhat = log_zhat - log_zhat[0]
         self.initial_log_zhat = log_zhat
-        self.level_move = level_move
         self.n_pilot = int(n_pilot)
         self.kernel = HamiltonianMC(n_leapfrog=n_leapfrog)
         self.compile_mode = compile_mode
@@ -251,8 +250,7 @@ class _TemperingStep(PowerPosteriorStep):
             betas=self.betas,
             params=self._level_params(),
             log_zhat=log_zhat,
-            log_prior=self.log_prior,
-            level_move=self.level_move,
+            settings=self.settings,
         )
         accept = float(info.acceptance[0])
         log_q = info.log_q

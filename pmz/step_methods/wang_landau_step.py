@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runners.level_weights import wang_landau_init, wang_landau_update
-from ..validate import fraction, positive_number
+from ..runners.tempering_settings import WangLandauRule
 from .tempered_step import _TemperingStep
 
 __all__ = ["WangLandau"]
@@ -64,8 +64,7 @@ class WangLandau(_TemperingStep):
         rng=None,
         blocked: bool = True,
     ):
-        self.gamma0 = float(positive_number("wl_gamma0", wl_gamma0))
-        self.flatness = float(fraction(closed_right=False)("wl_flatness", wl_flatness))
+        rule = WangLandauRule(wl_gamma0=wl_gamma0, wl_flatness=wl_flatness)  # checked before the model compiles
         super().__init__(
             vars,
             n_temps=n_temps,
@@ -79,6 +78,7 @@ class WangLandau(_TemperingStep):
             rng=rng,
             blocked=blocked,
         )
+        self.rule = rule.replace(wl_time_unit=self.n_levels)  # one chain: K steps move the weights as one sweep
 
     def _reset_chain(self):
         super()._reset_chain()
@@ -87,12 +87,12 @@ class WangLandau(_TemperingStep):
 
     def _start_chain(self, x0):
         super()._start_chain(x0)
-        self._wl = wang_landau_init(self.n_levels, self.gamma0, self.log_zhat)
+        self._wl = wang_landau_init(self.n_levels, self.rule.wl_gamma0, self.log_zhat)
 
     @property
     def gamma(self) -> float:
         """The current modification factor."""
-        return self.gamma0 if self._wl is None else self._wl.gamma
+        return self.rule.wl_gamma0 if self._wl is None else self._wl.gamma
 
     @property
     def one_over_t_from(self) -> int:
@@ -102,8 +102,8 @@ class WangLandau(_TemperingStep):
     def _adapt_weights(self, q, new_level, tuning):
         visit = np.bincount([new_level], minlength=self.n_levels)
         self._wl, info = wang_landau_update(
-            self._wl, visit, visit, log_prior=self.log_prior, flatness=self.flatness, time_unit=self.n_levels,
-            one_over_t=not tuning,
+            self._wl, visit, visit, log_prior=self.log_prior, flatness=self.rule.wl_flatness,
+            time_unit=self.rule.wl_time_unit, one_over_t=not tuning,
         )
         if info.halved:
             self.halvings.append(self._wl.t)

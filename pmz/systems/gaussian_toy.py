@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..records import WorkRecord
+from ..records import RunNotes, WorkRecord
 
 __all__ = ["GAUSSIAN_TOY_LOG_Z", "gaussian_toy_path", "gaussian_toy_works"]
 
@@ -115,7 +115,7 @@ def gaussian_toy_works(
 
     schedule = np.linspace(0.0, 1.0, K + 1)
     common = {"schedule": schedule, "log_z0": 0.0, "n_steps_per_temp": 1, "kernel": "gaussian_ar1"}
-    common["tuning"] = {"tau": tau}
+    common["notes"] = RunNotes(description={"tau": tau})
     forward = WorkRecord(log_weights=log_w_f, direction="forward", **common)
     reverse = WorkRecord(log_weights=log_w_r, direction="reverse", **common)
     return forward, reverse, float(np.log(sd_end / sd_start))

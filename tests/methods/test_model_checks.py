@@ -270,7 +270,7 @@ def test_check_draws_statistic(normal_mean):
     for shift, flagged in ((0.0, False), (1.5, True)):
         X = _exact_draws(shift)["mu"][:, None]
         out = check_draws(cm, X, np.zeros(len(X), dtype=int))
-        assert bool(out["posterior_mismatch"]) is flagged
+        assert bool(out.mismatch) is flagged
 
 
 # --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pmz.kernels.hmc import HamiltonianMC
 from pmz.model.pymc import CompiledModel
 from pmz.runners.cast import cast_init, cast_step, run_cast, uniform_ladder
 from pmz.runners.pilot import tune_along_schedule
-from pmz.runners.tempering_sweep import uniform_log_prior
+from pmz.runners.tempering_settings import CASTSettings
 from pmz.systems.bimodal import bimodal_data, bimodal_log_joint, mode_label
 from pmz.boltzmann.ising import ising, ising_energy, ising_log_z_exact
 from pmz.systems.two_node import partition_of, two_node_log_z, two_node_mrf
@@ -64,8 +64,8 @@ def mrf():
 def mrf_run(mrf):
     """50 pairs x 4000 steps, the paper's swap every 50 steps, 10 levels uniform in [0, 1]."""
     return run_cast(
-        EnergyFamily(mrf), mrf.kernel, uniform_ladder(0.0, 9), rng=np.random.default_rng(SEED), n_pairs=50,
-        n_steps=4000, swap_interval=50,
+        EnergyFamily(mrf), mrf.kernel, uniform_ladder(0.0, 9), settings=CASTSettings(n_pairs=50, n_steps=4000),
+        rng=np.random.default_rng(SEED),
     )
 
 
@@ -96,7 +96,7 @@ def test_wang_landau_weights_converge_on_the_two_node_mrf(mrf):
     exact = exact - exact[0]
     n_runs = 16
     runs = [
-        run_cast(EnergyFamily(mrf), mrf.kernel, betas, rng=rng, n_pairs=50, n_steps=500, keep_draws=False)
+        run_cast(EnergyFamily(mrf), mrf.kernel, betas, settings=CASTSettings(n_steps=500, keep_draws=False), rng=rng)
         for rng in np.random.default_rng(SEED).spawn(n_runs)
     ]
     log_g = np.array([r.log_g for r in runs])
@@ -124,8 +124,8 @@ def test_cast_mixes_between_the_modes_where_gibbs_does_not(mrf):
     for t in range(n_steps):
         state, _ = kernel.step(rng, state, family, 1.0)
         gibbs[t] = partition_of(state.x)
-    run = run_cast(family, kernel, uniform_ladder(0.0, 9), rng=rng, n_pairs=n_pairs, n_steps=n_steps,
-                   swap_interval=50, start_x=start, start_fast_x=start)
+    run = run_cast(family, kernel, uniform_ladder(0.0, 9), settings=CASTSettings(n_pairs=n_pairs, n_steps=n_steps),
+                   rng=rng, start_x=start, start_fast_x=start)
     cast = by_pair(partition_of(run.slow_draws))
     gibbs = gibbs.T
     switches_gibbs = int(np.sum(np.diff(gibbs, axis=1) != 0))
@@ -156,8 +156,8 @@ def test_ising_slow_chains_and_weights(swap):
     p /= p.sum()
     exact_m2 = float(p @ states.mean(axis=1) ** 2)
     betas = uniform_ladder(0.0, 9)
-    run = run_cast(EnergyFamily(model), model.kernel, betas, rng=np.random.default_rng(SEED), n_pairs=50,
-                   n_steps=3000, swap_interval=10, swap=swap)
+    settings = CASTSettings(n_pairs=50, n_steps=3000, swap_interval=10, swap=swap)
+    run = run_cast(EnergyFamily(model), model.kernel, betas, settings=settings, rng=np.random.default_rng(SEED))
     m = by_pair(run.slow_draws).mean(axis=2)[:, 300:]
     mean, mcse = mean_and_mcse(m)
     assert abs(mean) < 4 * mcse and mcse < 0.08, (mean, mcse)
@@ -183,8 +183,8 @@ def test_cast_step_on_a_power_posterior_with_hmc():
     pilot = tune_along_schedule(family, kernel, betas, rng, n_pilot=256)
     log_g = pilot.log_z_path - pilot.log_z_path[0]
     start = np.tile([-2.68, 2.56], (20, 1))
-    run = run_cast(family, kernel, betas, pilot.params, rng=rng, n_pairs=20, n_steps=600, swap_interval=10,
-                   log_g=log_g, start_x=start, start_fast_x=start)
+    run = run_cast(family, kernel, betas, pilot.params, CASTSettings(n_pairs=20, n_steps=600, swap_interval=10),
+                   rng=rng, log_g=log_g, start_x=start, start_fast_x=start)
     mu = by_pair(run.slow_draws)[:, 100:]
     share = (mode_label(mu) == 1).mean(axis=1)
     assert (share > 0).sum() >= 15  # most pairs reached the other mode within 600 steps
@@ -201,11 +201,11 @@ def test_cast_step_contract(mrf):
     K = betas.size
     rng = np.random.default_rng(SEED)
     state = cast_init(rng, family, kernel, betas, 8, start_levels=np.full(8, K - 1))
-    kwargs = dict(family=family, kernel=kernel, betas=betas, params=[kernel.default_params(2)] * K,
-                  log_prior=uniform_log_prior(K), swap_interval=3)
+    settings = CASTSettings(swap_interval=3)
+    kwargs = dict(family=family, kernel=kernel, betas=betas, params=[kernel.default_params(2)] * K)
     swapped_at = []
     for t in range(9):
-        state, info = cast_step(rng, state, **kwargs)
+        state, info = cast_step(rng, state, settings=settings, **kwargs)
         assert info.slow_acceptance.shape == (8,) and info.fast.log_q.shape == (8, K)
         assert state.slow.x.shape == (8, 2) and state.t == t + 1
         if info.swapped.any():
@@ -214,21 +214,23 @@ def test_cast_step_contract(mrf):
             assert not state.has_top.any()  # a state is handed over once
     assert set(swapped_at) <= {3, 6, 9} and swapped_at
     assert state.wl.t == 9 and not np.allclose(state.wl.log_g, 0.0)
-    frozen, _ = cast_step(rng, state, adapt=False, **kwargs)
+    frozen, _ = cast_step(rng, state, settings=settings.replace(adapt=False), **kwargs)
     assert np.array_equal(frozen.wl.log_g, state.wl.log_g)
 
 
 def test_run_cast_checks_its_options(mrf):
     family, kernel = EnergyFamily(mrf), mrf.kernel
-    ok = dict(rng=np.random.default_rng(0), n_pairs=2, n_steps=2)
-    for bad in (dict(swap="none"), dict(swap_interval=0), dict(update="all"), dict(wl_flatness=1.0),
-                dict(wl_gamma0=0.0)):
-        with pytest.raises(ValueError):
-            run_cast(family, kernel, uniform_ladder(0.0, 3), **ok, **bad)
+    ok = dict(rng=np.random.default_rng(0), settings=CASTSettings(n_pairs=2, n_steps=2))
+    for bad in (dict(swap="none"), dict(swap_interval=0), dict(wl_update="all"), dict(wl_flatness=1.0),
+                dict(wl_gamma0=0.0), dict(n_pairs=0), dict(keep_draws=None)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            CASTSettings(**bad)
     with pytest.raises(ValueError):
         run_cast(family, kernel, np.array([0.0, 0.5, 0.9]), **ok)  # must end at 1
     with pytest.raises(ValueError):
         run_cast(family, kernel, uniform_ladder(0.0, 3), [kernel.default_params(2)] * 2, **ok)
+    with pytest.raises(ValueError, match="log_prior must hold 4 values"):
+        run_cast(family, kernel, uniform_ladder(0.0, 3), settings=CASTSettings(log_prior=[0.0, 0.0]), rng=ok["rng"])
 
 
 # ---------------------------------------------------------------------------------------------- pm.sample

@@ -41,9 +41,9 @@ def test_exact_draws_pass(regression):
     """Exact draws: every effect is within reach of 0; not flagged (family-wise false-alarm level 1e-3)."""
     cm, draws, chain = regression
     out = check_draws(cm, draws, chain)
-    assert out["posterior_mismatch"] == ""
-    assert abs(out["draws_check"]) < critical_z(3) * out["draws_check_se"]
-    assert 0 < out["draws_check_se"] < 0.1  # the test can see an effect of a few tenths
+    assert out.mismatch == ""
+    assert abs(out.effect) < critical_z(3) * out.se
+    assert 0 < out.se < 0.1  # the test can see an effect of a few tenths
 
 
 @pytest.mark.parametrize("coordinate, name", [(0, "Intercept"), (2, r"beta\[1\]")])
@@ -60,20 +60,20 @@ def test_one_coordinate_off_is_flagged_and_named(regression, coordinate, name, k
         moved[:, coordinate] = col.mean() + amount * (col - col.mean())
     out = check_draws(cm, moved, chain)
 
-    assert re.search(name, out["posterior_mismatch"])
+    assert re.search(name, out.mismatch)
     word = "sits about" if kind == "shift" else "the spread of"
-    assert word in out["posterior_mismatch"]
+    assert word in out.mismatch
     if kind == "shift":  # |effect| >= 0.5 (more where the coordinate is correlated with others)
-        assert ("below" if amount < 0 else "above") in out["posterior_mismatch"]
-        assert abs(out["draws_check"]) > 0.4
+        assert ("below" if amount < 0 else "above") in out.mismatch
+        assert abs(out.effect) > 0.4
     else:  # the spread ratio read off the identity: above 1 for a wider spread, below 1 for a narrower one
-        ratio = float(re.search(r"is about ([0-9.]+) times", out["posterior_mismatch"]).group(1))
+        ratio = float(re.search(r"is about ([0-9.]+) times", out.mismatch).group(1))
         assert (ratio > 1) == (amount > 1) and abs(ratio - 1) > 0.1
 
 
 def test_too_few_draws_or_no_continuous_coordinate_is_no_test(regression):
     cm, draws, chain = regression
-    assert check_draws(cm, draws[:10], chain[:10]) == {}
+    assert check_draws(cm, draws[:10], chain[:10]) is None
 
 
 def test_critical_z_grows_with_dimension():

@@ -14,6 +14,14 @@ from pmz.families.base import TemperedFamily
 from pmz.model.parts import LogDensityParts
 from pmz.kernels.base import Kernel, KernelInfo, KernelParams, ParticleState
 from pmz.runners.levels import level_log_probs, move_levels
+from pmz.runners.tempering_settings import (
+    CASTSettings,
+    ChainSettings,
+    SweepSettings,
+    TemperingSettings,
+    WangLandauRule,
+    WangLandauSettings,
+)
 from pmz.runners.tempering_sweep import adapt_log_zhat, run_tempering
 from pmz.runners.wang_landau import run_wang_landau
 
@@ -95,10 +103,12 @@ def _exact_trace(rng, K=12, n_sweeps=400, level_move="gibbs", guess=None, store_
     kernel = ExactDraws(family)
     params = [kernel.default_params(1)] * K
     log_zhat = np.zeros(K) if guess is None else guess
-    kw = dict(log_zhat=log_zhat, rng=rng, n_chains=n_chains, level_move=level_move, progressbar=False)
-    burn = run_tempering(family, kernel, betas, params, n_sweeps=200, **kw)  # +-1 level moves mix slowly
+    kw = dict(log_zhat=log_zhat, rng=rng, progressbar=False)
+    settings = TemperingSettings(n_chains=n_chains, n_sweeps=200, level_move=level_move)
+    burn = run_tempering(family, kernel, betas, params, settings, **kw)  # +-1 level moves mix slowly
     start = dict(start_x=burn.final_x, start_levels=burn.final_levels)
-    trace = run_tempering(family, kernel, betas, params, n_sweeps=n_sweeps, store_draws=store_draws, **kw, **start)
+    settings = settings.replace(n_sweeps=n_sweeps, store_draws=store_draws)
+    trace = run_tempering(family, kernel, betas, params, settings, **kw, **start)
     return family, betas, trace
 
 
@@ -142,7 +152,8 @@ def test_initial_iterations_reach_the_prior_over_levels(rng):
     kernel = ExactDraws(family)
     params = [kernel.default_params(1)] * K
     log_zhat, x, levels, stages, converged = adapt_log_zhat(
-        family, kernel, betas, params, log_zhat=np.zeros(K), rng=rng, n_chains=100, n_sweeps=50, progressbar=False
+        family, kernel, betas, params, TemperingSettings(n_chains=100, n_sweeps=50), log_zhat=np.zeros(K), rng=rng,
+        progressbar=False,
     )
     assert converged and 1 < len(stages) <= 10
     assert np.max(np.abs(log_zhat - family.log_z(betas))) < 0.3
@@ -153,10 +164,9 @@ def test_initial_iterations_reach_the_prior_over_levels(rng):
         kernel,
         betas,
         params,
+        TemperingSettings(n_chains=100, n_sweeps=400),
         log_zhat=log_zhat,
         rng=rng,
-        n_chains=100,
-        n_sweeps=400,
         start_x=x,
         start_levels=levels,
         progressbar=False,
@@ -284,16 +294,53 @@ def test_wang_landau_learns_the_curve(rng):
     kernel = ExactDraws(family)
     params = [kernel.default_params(1)] * K
     log_g, x, levels, info = run_wang_landau(
-        family, kernel, betas, params, rng=rng, n_chains=100, n_sweeps=600, progressbar=False
+        family, kernel, betas, params, WangLandauSettings(n_chains=100, n_sweeps=600), rng=rng, progressbar=False
     )
     assert info["halvings"].size >= 1 and info["one_over_t_from"] >= info["halvings"][0]
     assert np.max(np.abs(log_g - family.log_z(betas))) < 0.3  # good enough to start RTS, not a final answer
     # with the learnt weights frozen, the visits are flat within 20%
     trace = run_tempering(
-        family, kernel, betas, params, log_zhat=log_g, rng=rng, n_chains=100, n_sweeps=200, start_x=x, progressbar=False
+        family, kernel, betas, params, TemperingSettings(n_chains=100, n_sweeps=200), log_zhat=log_g, rng=rng,
+        start_x=x, progressbar=False,
     )
     counts = trace.counts
     assert np.all(np.abs(counts / counts.mean() - 1) < 0.2)
+
+
+def test_settings_check_their_fields_once():
+    """The loops' settings: the shared fields come from the shared classes, every field is checked on construction
+    with pmz.validate's messages (also on replace), the settings are frozen and hashable, and log_prior is checked
+    against the ladder it is used on."""
+    run = TemperingSettings(n_chains=10, n_sweeps=20, level_move="metropolis", log_prior=np.log([0.25, 0.75]))
+    assert isinstance(run, ChainSettings) and isinstance(run, SweepSettings)
+    assert isinstance(WangLandauSettings(n_chains=1, n_sweeps=1), WangLandauRule)
+    assert isinstance(CASTSettings(), SweepSettings) and isinstance(CASTSettings(), WangLandauRule)
+    assert (run.n_batches, run.n_traces, run.store_draws, run.n_steps_per_temp) == (1000, 5, False, 1)
+    np.testing.assert_array_equal(run.log_prior_of(2), np.log([0.25, 0.75]))
+    np.testing.assert_array_equal(SweepSettings().log_prior_of(4), np.full(4, -np.log(4)))
+    assert run == run.replace() and hash(run) == hash(run.replace())
+    with pytest.raises(AttributeError):
+        run.n_sweeps = 5  # frozen
+    with pytest.raises(ValueError, match="log_prior must hold 3 values"):
+        run.log_prior_of(3)
+    bad = [
+        (TemperingSettings, dict(n_chains=10, n_sweeps=0), "n_sweeps must be a positive integer"),
+        (TemperingSettings, dict(n_chains=2.5, n_sweeps=10), "n_chains must be a positive integer"),
+        (TemperingSettings, dict(n_chains=10, n_sweeps=10, store_draws="yes"), "store_draws must be True or False"),
+        (SweepSettings, dict(level_move="swap"), "level_move must be one of"),
+        (SweepSettings, dict(n_steps_per_temp=0), "n_steps_per_temp must be a positive integer"),
+        (SweepSettings, dict(log_prior=[0.0, np.inf]), "log_prior must hold finite"),
+        (WangLandauRule, dict(wl_flatness=1.0), "wl_flatness must be a number in"),
+        (WangLandauRule, dict(wl_gamma0=0.0), "wl_gamma0 must be a positive number"),
+        (WangLandauRule, dict(wl_update="all"), "wl_update must be one of"),
+        (CASTSettings, dict(swap="both"), "swap must be one of"),
+        (CASTSettings, dict(swap_interval=0), "swap_interval must be a positive integer"),
+    ]
+    for cls, values, message in bad:
+        with pytest.raises(ValueError, match=message):
+            cls(**values)
+    with pytest.raises(ValueError, match="n_batches"):
+        run.replace(n_batches=0)
 
 
 def test_wang_landau_visits_are_flat_on_the_bimodal_posterior():

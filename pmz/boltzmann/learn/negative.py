@@ -31,7 +31,7 @@ import numpy as np
 from ...families.energy import EnergyFamily
 from ..rbm_gibbs import RBMBlockGibbs
 from ...runners.cast import cast_init, cast_step, uniform_ladder
-from ...runners.tempering_sweep import uniform_log_prior
+from ...runners.tempering_settings import CASTSettings
 from ..rbm import RBM
 from ..rbm import energy_model as rbm_energy_model
 from .gradients import Bipartite
@@ -144,9 +144,10 @@ class CASTChains:
                  swap: str = "last", wl_gamma0: float = 1.0, wl_flatness: float = 0.2):
         self.k = int(k)
         self.betas = uniform_ladder(beta_min, n_temps)
-        self.log_prior = uniform_log_prior(self.betas.size)
-        self.swap_interval, self.swap = int(swap_interval), swap
-        self.wl_gamma0, self.wl_flatness = float(wl_gamma0), float(wl_flatness)
+        self.settings = CASTSettings(
+            swap_interval=swap_interval, swap=swap, wl_gamma0=wl_gamma0, wl_flatness=wl_flatness,
+            n_steps_per_temp=self.k,
+        )
 
     def _family_kernel(self, params: Bipartite):
         """The joint-space energy model of the current parameters (uniform base: ``f_beta ∝ exp(-beta E)``)."""
@@ -157,8 +158,8 @@ class CASTChains:
         X0 = np.asarray(X0, dtype=np.float64)
         joint = np.concatenate([X0, np.zeros((X0.shape[0], params.b.size))], axis=1)
         family, kernel = self._family_kernel(params)
-        cast = cast_init(rng, family, kernel, self.betas, X0.shape[0], wl_gamma0=self.wl_gamma0, start_x=joint,
-                         start_fast_x=joint)
+        cast = cast_init(rng, family, kernel, self.betas, X0.shape[0], wl_gamma0=self.settings.wl_gamma0,
+                         start_x=joint, start_fast_x=joint)
         return CASTChainsState(cast, 0, 0, np.zeros(self.betas.size))
 
     def sample(self, rng, state, params, X_data):
@@ -166,10 +167,9 @@ class CASTChains:
         level_params = [kernel.default_params(family.dim)] * self.betas.size
         cast, info = cast_step(
             rng, state.cast, family=family, kernel=kernel, betas=self.betas, params=level_params,
-            log_prior=self.log_prior, swap_interval=self.swap_interval, swap=self.swap,
-            wl_flatness=self.wl_flatness, n_steps_per_temp=self.k,
+            settings=self.settings,
         )
-        swap_step = cast.t % self.swap_interval == 0
+        swap_step = cast.t % self.settings.swap_interval == 0
         visits = state.visits + np.bincount(cast.fast.levels, minlength=self.betas.size)
         new = CASTChainsState(cast, state.swaps + int(info.swapped.sum()), state.swap_steps + int(swap_step), visits)
         return new, cast.slow.x[:, : params.a.size]

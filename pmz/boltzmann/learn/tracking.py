@@ -53,7 +53,7 @@ from ...families.energy import EnergyFamily
 from ...families.schedules import make_schedule
 from ...progress import progress_bar
 from ...runners.level_weights import rts_update
-from ...runners.levels import LEVEL_MOVES
+from ...runners.tempering_settings import TemperingSettings
 from ...runners.tempering_sweep import adapt_log_zhat, run_tempering
 from ...validate import fraction, non_negative_int, optional, positive_int, positive_number
 
@@ -347,8 +347,11 @@ class LogZTracker:
         if log_prior.shape != (K,) or not np.all(np.isfinite(log_prior)):
             raise ValueError(f"pmz: log_prior must hold {K} finite values (one per level), got shape {log_prior.shape}")
         self.log_prior = log_prior - np.log(np.sum(np.exp(log_prior - log_prior.max()))) - log_prior.max()
-        if level_move not in LEVEL_MOVES:
-            raise ValueError(f"pmz: level_move must be one of {list(LEVEL_MOVES)}, got {level_move!r}")
+        # the production runs' settings (checks level_move); the other runs replace the sweeps and what is kept
+        self.settings = TemperingSettings(
+            n_chains=self.n_chains, n_sweeps=self.n_sweeps, n_batches=self.n_sweeps, n_traces=self.n_chains,
+            log_prior=self.log_prior, level_move=level_move,
+        )
         self.level_move = level_move
         self.min_trips = non_negative_int("min_trips", min_trips)
         self.keep_params = bool(keep_params)
@@ -373,11 +376,10 @@ class LogZTracker:
         return family, kernel, params_k
 
     def _run(self, family, kernel, params_k, log_zhat, x, levels, n_sweeps, *, n_traces=0, desc="tracking"):
+        settings = self.settings.replace(n_sweeps=n_sweeps, n_batches=n_sweeps, n_traces=n_traces)
         return run_tempering(
-            family, kernel, self.betas, params_k, log_zhat=log_zhat, rng=self._rng.spawn(1)[0],
-            n_chains=self.n_chains, n_sweeps=n_sweeps, log_prior=self.log_prior, level_move=self.level_move,
-            start_x=x, start_levels=levels, n_batches=n_sweeps, n_traces=n_traces,
-            progressbar=self.progressbar, desc=desc,
+            family, kernel, self.betas, params_k, settings, log_zhat=log_zhat, rng=self._rng.spawn(1)[0],
+            start_x=x, start_levels=levels, progressbar=self.progressbar, desc=desc,
         )
 
     def follow(self, params) -> None:
@@ -428,9 +430,9 @@ class LogZTracker:
         warm = bool(warm and self._warm is not None)
         log_zhat, x, levels = self._warm if warm else (np.zeros(K), None, None)
         log_zhat, x, levels, stages, converged = adapt_log_zhat(
-            family, kernel, self.betas, params_k, log_zhat=log_zhat, rng=self._rng.spawn(1)[0],
-            n_chains=self.n_chains, n_sweeps=self.adapt_sweeps, max_iterations=self.max_adapt, tol=self.tol,
-            log_prior=self.log_prior, level_move=self.level_move, start_x=x, progressbar=self.progressbar,
+            family, kernel, self.betas, params_k, self.settings.replace(n_sweeps=self.adapt_sweeps),
+            log_zhat=log_zhat, rng=self._rng.spawn(1)[0], max_iterations=self.max_adapt, tol=self.tol, start_x=x,
+            progressbar=self.progressbar,
         )
         spent = len(stages) * self.adapt_sweeps
         trace, estimate = self._production(family, kernel, params_k, log_zhat, x, levels)

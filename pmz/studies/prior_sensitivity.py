@@ -42,11 +42,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .compare import _log_z_and_se, _verdict
-from .inference_data import get_group, is_inference_data, mcse_mean
-from .sample_diagnostics import pareto_khat
-from .weights import ess as kish_ess
-from .weights import log_mean_weight
+from ..compare import _log_z_and_se, _verdict
+from ..inference_data import get_group, is_inference_data, mcse_mean
+from ..sample_diagnostics import pareto_khat
+from ..weights import ess as kish_ess
+from ..weights import log_mean_weight
 
 __all__ = [
     "AS_FITTED", "COLUMNS", "KHAT_LIMIT", "MIN_ESS", "bayes_factor_sensitivity", "khat_limit", "prior_sensitivity",
@@ -103,7 +103,7 @@ def prior_sensitivity(result, model, priors: Mapping, *, posterior=None, random_
     Examples
     --------
     >>> import pymc as pm, pmz
-    >>> from pmz.sensitivity import prior_sensitivity
+    >>> from pmz.studies import prior_sensitivity
     >>> system = pmz.systems.normal_mean(n_obs=20, prior_sigma=2.0)
     >>> res = pmz.evidence(system.model, random_seed=1, progressbar=False)
     >>> table = prior_sensitivity(res, system.model, {"sd 5": {"mu": pm.Normal.dist(0.0, 5.0)}})
@@ -113,9 +113,9 @@ def prior_sensitivity(result, model, priors: Mapping, *, posterior=None, random_
     as fitted -27.772     0.008       NaN      True
     sd 5      -28.688     0.008     -0.041     True
     """
-    from .model import CompiledModel
-    from .model.prior_ratio import evaluate, prior_terms_function
-    from .runners.starts import posterior_to_flat
+    from ..model import CompiledModel
+    from ..model.prior_ratio import evaluate, prior_terms_function
+    from ..runners.starts import posterior_to_flat
 
     log_z0, se0 = _log_z_and_se(result)
     reliable0, reason0, _ = _verdict(result)
@@ -262,8 +262,8 @@ def _check_support(label, fn, X, replaced, shapes, rng):
     posterior draws): otherwise E_post[p'/p] misses the alternative's mass there and no draw can tell."""
     import pymc as pm
 
-    from .model.prior_ratio import evaluate
-    from .runners.starts import evenly_spaced
+    from ..model.prior_ratio import evaluate
+    from ..runners.starts import evenly_spaced
 
     m = N_SUPPORT_DRAWS
     rows = X[evenly_spaced(X.shape[0], m)]

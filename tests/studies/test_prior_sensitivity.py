@@ -16,11 +16,11 @@ from scipy import stats
 
 import pmz
 from pmz.model.inspection import observed_values
-from pmz.sensitivity import AS_FITTED, bayes_factor_sensitivity, khat_limit, prior_sensitivity
-from pmz.sensitivity_plot import plot_prior_sensitivity
+from pmz.plots.sensitivity import plot_prior_sensitivity
+from pmz.studies.prior_sensitivity import AS_FITTED, bayes_factor_sensitivity, khat_limit, prior_sensitivity
 from pmz.systems import normal_mean
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _normal_mean_truth(y, m, t, s=1.0):

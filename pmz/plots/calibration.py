@@ -1,4 +1,4 @@
-"""The calibration curve of posterior model probabilities and its plot (for :mod:`pmz.calibration`).
+"""The calibration curve of posterior model probabilities and its plot (of :func:`pmz.calibrate_bayes_factors`).
 
 Calibration curve of model ``k``: the simulations are grouped by their posterior probability ``p_s = p(M_k | y_s)``
 into bins of equal width on [0, 1]; in each bin ``b`` with ``n_b`` simulations, the mean predicted probability
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .plots import _figure_axes
+from .figures import _figure_axes
 
 __all__ = ["calibration_curve", "plot_bayes_factor_calibration"]
 

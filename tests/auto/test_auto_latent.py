@@ -120,20 +120,32 @@ def test_latents_that_are_not_gaussian_take_the_chains():
 
 
 def test_latent_false_keeps_the_chains():
+    """latent=False: the latent route is not asked (the routes asked say why), the chains answer; which route reads
+    them is not asserted (8 chains over 62 coordinates sit near the split R-hat limit, so a release that changes
+    the draws' last bits may send them to the modes route): within 4 se (+0.01) of the exact log Z."""
     system = ar1_state_space(T=60)
     res = _evidence(system.model, 0, latent=False, n_chains=8)
-    assert res["evidence_stats"].attrs["route"] in ("bridge", "path")
-    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert res["evidence_stats"].attrs["route"] not in ("latent", "importance")
+    assert "latent: does not apply (latent=False)" in res.routes_tried
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL and res.log_z_se < 0.1
 
 
-def test_user_posterior_draws_take_the_bridge():
-    """Draws given as posterior= are the user's choice: the bridge from them, not the latent route."""
+def test_user_posterior_draws_are_used_not_the_latent_route():
+    """Draws given as posterior= are the user's choice: the default answers from them, not by the latent route,
+    within 4 se (+0.01) of the exact log Z, with a meaningful se.
+
+    Which route reads the draws is not asserted: two chains of 300 draws over 51 coordinates have a largest split
+    R-hat of 1.02-1.04 (30 seeds), close enough to the limit 1.05 that a release or a CPU that changes the draws'
+    last bits sends them to the modes route instead of the bridge (CI, PyMC 5.28.5: R-hat above 1.05); both routes
+    are right for such draws (the modes route's answer on draws with R-hat 1.09: 0.04 se from the truth)."""
     system = hierarchical_normal()
     with system.model:
         idata = pm.sample(draws=300, tune=300, chains=2, random_seed=1, progressbar=False,
                           compute_convergence_checks=False)
     res = _evidence(system.model, 0, posterior=idata)
-    assert res["evidence_stats"].attrs["route"] in ("bridge", "path")
+    assert res["evidence_stats"].attrs["route"] != "latent"
+    assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
+    assert res.log_z_se < 0.1
 
 
 def test_ar1_quadrature_is_converged():

@@ -2,12 +2,14 @@
 
 Every plot has a title, axis labels with units (log Z, log Bayes factors and work are in nats) and a legend, and
 marks the exact value where one is passed as ``truth=``. Numbers are written with as many decimals as their standard
-error needs (:func:`format_log_z`): an estimate of -301.7043 with se 0.0013 is never rounded to "-302".
+error needs (:func:`~pmz.plots.figures.format_log_z`): an estimate of -301.7043 with se 0.0013 is never rounded to
+"-302".
 
-* :func:`plot_work`: forward work ``W_f`` and negated reverse work ``-W_r`` histograms. By Crooks' theorem
-  ``p_f(W) / p_r(-W) = exp(W + log Z - log Z0)``, so the two densities cross at ``W = -(log Z - log Z0)``:
-  the estimate is marked there. Little overlap of the two histograms means BAR's error bar is not to be
-  trusted (Habeck 2017, Figure 1).
+* :func:`plot_work`: forward work ``W_f`` and negated reverse work ``-W_r`` histograms (with forward work alone,
+  ``W_f`` and the same works weighted by ``e^{-W}``). By Crooks' theorem ``p_f(W) / p_r(-W) = exp(W + log Z -
+  log Z0)``, so the two densities cross at ``W = -(log Z - log Z0)``: the estimate is marked there. Little overlap
+  of the two histograms means the error bar is not to be trusted (Habeck 2017, Figure 1). For the default's
+  routes without work: the SMC runs' estimates, or the proof of an exact answer.
 * :func:`plot_log_z`: for one result, the draws of ``evidence.log_z`` (the histogram method's Gibbs posterior, or
   the normal approximation of the others) with the estimate, its se and the exact value; for several results
   (a dict), one interval per model on the scale of the log Bayes factor against the best model (or any model, or
@@ -27,47 +29,12 @@ error needs (:func:`format_log_z`): an estimate of -301.7043 with se 0.0013 is n
 
 from __future__ import annotations
 
-import json
-import math
-
 import numpy as np
 
-from .inference_data import get_group, group_names
+from ..inference_data import get_group, group_names
+from .figures import NATS, _decimals, _figure_axes, format_log_z
 
-__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc", "format_log_z"]
-
-NATS = "(nats)"
-
-
-def _decimals(se: float) -> int:
-    """Decimals that show ``se`` with two significant digits (at least 1, at most 8; 3 for a missing se)."""
-    if not (np.isfinite(se) and se > 0):
-        return 3
-    return int(min(8, max(1, 1 - math.floor(math.log10(se)))))
-
-
-def format_log_z(log_z: float, se: float, *, signed: bool = False) -> str:
-    """``"log_z ± se"`` with as many decimals as the se needs (two significant digits of the se).
-
-    Examples
-    --------
-    >>> format_log_z(-301.70431950, 0.0013282)
-    '-301.7043 ± 0.0013'
-    >>> format_log_z(-8.42, 0.31, signed=True)
-    '-8.42 ± 0.31'
-    >>> format_log_z(2.0, float("nan"), signed=True)
-    '+2.000 ± nan'
-    """
-    d = _decimals(se)
-    sign = "+" if signed else ""
-    return f"{log_z:{sign}.{d}f} ± {se:.{d}f}"
-
-
-def _figure_axes(nrows=1, ncols=1, figsize=(6.4, 3.8)):
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", squeeze=False)
-    return axes.ravel() if nrows * ncols > 1 else axes[0, 0]
+__all__ = ["plot_work", "plot_log_z", "plot_schedule", "plot_tempering", "plot_smc"]
 
 
 def _plain_ticks(ax, axis="x"):
@@ -134,7 +101,19 @@ def _unreliable_note(result, width: int = 70, lines: int = 2) -> str | None:
 
 
 def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: float = 0.5, truth=None, title=None):
-    """Histograms of forward work and negated reverse work, with ``-(log Z - log Z0)`` marked.
+    """The picture behind an estimate: work histograms that cross at ``-(log Z - log Z0)``; for the default's routes
+    without work, the runs' estimates or the proof of an exact answer.
+
+    * **Two-way work** (BAR, the bridge and path routes, ...): forward work ``W_f`` and negated reverse work
+      ``-W_r``; by Crooks' theorem ``p_f(W) / p_r(-W) = exp(W + log Z - log Z0)``, so they cross at the estimate.
+    * **Forward work only** (AIS, importance sampling: the default's importance, latent and modes routes): ``W_f``
+      and the same works weighted by ``e^{-W}``, the density ``p_f(W) e^{-W} / Z`` (what the target sees; the
+      reverse work of Crooks' theorem): they cross at the estimate too, and a weighted histogram that sits where
+      ``W_f`` has few draws says that a few draws carry the estimate.
+    * **SMC runs** (the tempered route, the modes route by SMC, methods "smc" and "arm"): each run's log Z with its
+      ideal-condition error bar (±2 se) and the pooled estimate (:func:`plot_smc`'s last panel).
+    * **An exact answer** (the sum route, the latent route without hyperparameters): log Z and the property of the
+      model that makes it exact.
 
     The x range covers the bulk of the works: where a direction has paths far out (a few paths stuck where the
     kernel cannot move them have works of 1e5-1e6 nats while the others lie within a few nats), the range stops at
@@ -146,7 +125,6 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     Parameters
     ----------
     result : EvidenceResult
-        A result with a ``work`` group (any annealing method; ``work_reverse`` for two-way methods).
     bins : int
         Bins over the shown range (or numpy's bin rule name, or the bin edges themselves).
     ax : matplotlib Axes, optional
@@ -159,7 +137,19 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     -------
     matplotlib Axes
     """
-    if "work" not in group_names(result):
+    groups = group_names(result)
+    route = result.run_attrs.get("route")
+    what = f"{result.method}" + (f", {route} route" if route else "")
+    if "work" not in groups:
+        ax = _figure_axes() if ax is None else ax
+        if "smc" in groups:
+            sg = get_group(result, "smc")
+            _plot_smc_runs(ax, result, sg, sorted(set(np.asarray(sg["run"]).tolist())), truth)
+            return _titled(ax, result, title if title is not None else f"Independent SMC runs ({what})")
+        stats = get_group(result, "evidence_stats")
+        proof = None if stats is None else stats.attrs.get("proof")
+        if proof:
+            return _plot_exact(ax, result, proof, truth, title if title is not None else f"An exact answer ({what})")
         raise ValueError("pmz: this result has no work group (methods 'ais', 'bar', 'bridge', ... have one)")
     work = get_group(result, "work")
     log_z0 = float(work.attrs.get("log_z0", 0.0))
@@ -173,15 +163,7 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     crossing = -(float(result.log_z) - log_z0)
     exact = None if truth is None else -(float(truth) - log_z0)
     marks = [crossing] + ([] if exact is None else [exact])
-    if isinstance(bins, str) or np.ndim(bins) == 0:
-        lo, hi = _work_window([v for v, _, _, _ in series], marks)
-        if isinstance(bins, str):
-            shown = np.concatenate([v[(v >= lo) & (v <= hi)] for v, _, _, _ in series])
-            edges = np.histogram_bin_edges(shown, bins=bins, range=(lo, hi))
-        else:
-            edges = np.linspace(lo, hi, int(bins) + 1)
-    else:
-        edges = np.asarray(bins, dtype=float)
+    edges = _work_edges(bins, [v for v, _, _, _ in series], marks)
     lo, hi = float(edges[0]), float(edges[-1])
     ax = _figure_axes() if ax is None else ax
     for v, n_infinite, label, color in series:
@@ -190,6 +172,8 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
         note = _outside_note(v, n_infinite, lo, hi)
         ax.hist(edges[:-1], bins=edges, weights=density, alpha=alpha, color=color,
                 label=f"{label} ({v.size + n_infinite} paths{note})")
+    if w_r is None and series and series[0][0].size:
+        _plot_reweighted(ax, series[0][0], edges, colors[1], alpha)
     off = "" if lo <= crossing <= hi else " (outside the shown range)"
     ax.axvline(crossing, color="k", lw=1.5, label=f"$-\\log Z$ = {format_log_z(crossing, result.log_z_se)}{off}")
     if exact is not None:
@@ -199,7 +183,50 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
     _plain_ticks(ax)
     ax.set_xlabel("work  $W = -\\log w$ " + NATS)
     ax.set_ylabel("density (1/nat)")
-    heading = title if title is not None else f"Work distributions ({result.method})"
+    return _titled(ax, result, title if title is not None else f"Work distributions ({what})")
+
+
+def _work_edges(bins, values, marks):
+    """The bin edges of a work histogram over its shown range (:func:`_work_window`)."""
+    if not (isinstance(bins, str) or np.ndim(bins) == 0):
+        return np.asarray(bins, dtype=float)
+    lo, hi = _work_window(values, marks)
+    if isinstance(bins, str):
+        shown = np.concatenate([v[(v >= lo) & (v <= hi)] for v in values])
+        return np.histogram_bin_edges(shown, bins=bins, range=(lo, hi))
+    return np.linspace(lo, hi, int(bins) + 1)
+
+
+def _plot_reweighted(ax, w_f, edges, color, alpha):
+    """The forward works weighted by ``e^{-W}`` (normalised): the target's work density, with the weights' Kish
+    ESS in the legend."""
+    log_w = -(w_f - w_f.min())
+    weights = np.exp(log_w)
+    weights /= weights.sum()
+    ess = 1.0 / np.sum(weights**2)
+    counts, _ = np.histogram(w_f, bins=edges, weights=weights)
+    ax.hist(edges[:-1], bins=edges, weights=counts / np.diff(edges), alpha=alpha, color=color,
+            label=f"forward reweighted by $e^{{-W}}$ (what the target sees; ESS {ess:.0f} of {w_f.size})")
+
+
+def _plot_exact(ax, result, proof, truth, heading):
+    """An exact answer: log Z (se 0) and why it is exact."""
+    import textwrap
+
+    log_z = float(result.log_z)
+    ax.axvline(log_z, color="k", lw=1.5, label=f"$\\log Z$ = {log_z:.6g} (exact, se 0)")
+    if truth is not None:
+        ax.axvline(float(truth), color="k", ls="--", lw=1.2, label=f"exact: {float(truth):.6g}")
+    ax.text(0.02, 0.5, "\n".join(textwrap.wrap(f"exact: {proof}", 50)), transform=ax.transAxes, va="center",
+            fontsize="small")
+    ax.set_yticks([])
+    _plain_ticks(ax)
+    ax.set_xlabel("$\\log Z$ " + NATS)
+    return _titled(ax, result, heading)
+
+
+def _titled(ax, result, heading):
+    """The title, with an unreliable result's notice in red below it; the legend."""
     notice = _unreliable_note(result)
     if notice is None:
         ax.set_title(heading)
@@ -472,7 +499,6 @@ def plot_smc(result, *, axes=None, runs=None, truth=None):
         raise ValueError(f"pmz.plot_smc: axes must hold 4 (or 3) Axes, got {len(axes)}")
     run = np.asarray(sg["run"])
     label = sg.attrs.get("label", "position")
-    tuning = sg.attrs.get("tuning", "{}")
     algorithm = sg.attrs.get("algorithm", "rm")
     chosen = sorted(set(run.tolist())) if runs is None else list(runs)
     for j in chosen:
@@ -484,7 +510,7 @@ def plot_smc(result, *, axes=None, runs=None, truth=None):
         if algorithm != "rm":
             axes[1].plot(stage, np.asarray(sg["gamma_initial"])[pick], ":", color=color, lw=1)
         axes[2].plot(stage, np.asarray(sg["n_particles"])[pick], "-", color=color, lw=1)
-    threshold = json.loads(tuning).get("gamma_threshold") if isinstance(tuning, str) else None
+    threshold = sg.attrs.get("gamma_threshold")
     if threshold is not None and algorithm != "rm":
         axes[1].axhline(threshold, color="k", ls="--", lw=1, label="threshold $\\gamma_{thr}$")
         axes[1].legend(frameon=False, fontsize="small", loc="lower left")

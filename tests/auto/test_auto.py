@@ -13,8 +13,8 @@ from scipy import integrate, special, stats
 
 import pmz
 from pmz.sample_diagnostics import pareto_khat, split_rhat
-from pmz.methods.auto import AutoRecord, estimate_auto
-from pmz.methods.auto_chains import FIRST_DRAWS
+from pmz.auto import AutoRecord, Named, Outcome, estimate_auto
+from pmz.auto.chains import FIRST_DRAWS
 from pmz import systems
 from pmz.runners.posterior_hmc import sample_posterior
 from pmz.model.pymc import CompiledModel
@@ -127,12 +127,12 @@ def test_modes_route_by_smc_where_the_importance_weights_fail(monkeypatch):
     """The modes route's second branch: when the mixture reference's importance weights fail their checks (forced
     here), SMC anneals from the mixture to the posterior; the reason says why, and the estimate is within 4 se
     (+0.01) of the quadrature truth with a small se. Without the forcing the same run samples by importance."""
-    from pmz.methods import auto_routes
+    from pmz.auto import importance_sampling
 
     model, truth = _bimodal_posterior()
     res = _evidence(model, 0)
     assert res["evidence_stats"].attrs["route"] == "modes" and "is_modes" in res.estimates.index
-    monkeypatch.setattr(auto_routes, "_weights_fail", lambda *args: "forced by the test")
+    monkeypatch.setattr(importance_sampling, "weights_fail", lambda *args: "forced by the test")
     res = _evidence(model, 0)
     ev = res["evidence_stats"]
     assert ev.attrs["route"] == "modes" and "smc_modes" in res.estimates.index
@@ -173,7 +173,7 @@ def test_untrusted_chains_name_every_rule_that_fires():
     divergences in draws the user passed (posterior=: not pmz's chains, so only R-hat counts)."""
     from types import SimpleNamespace
 
-    from pmz.methods.auto import untrusted_chains_reason
+    from pmz.runners.draw_trust import untrusted_chains_reason
 
     def draws(rhat, divergences):
         return SimpleNamespace(rhat=rhat, divergences=divergences, n_chains=32, n_draws=1000)
@@ -266,7 +266,9 @@ def test_disagreement_warning_and_se_growth():
     good = WorkDiagnostics(overlap=0.9, pareto_khat=0.1)
     a = EvidenceEstimate(log_z=-10.0, log_z_se=0.01, method="bar", diagnostics=good)
     b = EvidenceEstimate(log_z=-9.8, log_z_se=0.01, method="bar", diagnostics=good)
-    record = AutoRecord(route="bridge", reason="test", estimates={"bridge_a": a, "bridge_b": b})
+    halves = (Named("bridge_a", a), Named("bridge_b", b))
+    outcome = Outcome(reason="test", answer=Named("bridge", a), check=halves, estimates=halves, counted=halves)
+    record = AutoRecord(route="bridge", reason="test", outcome=outcome)
     est = estimate_auto(record, {}, np.random.default_rng(0))
     assert any("disagree" in w for w in est.warnings)
     assert est.log_z_se >= 0.1 - 1e-12
@@ -407,9 +409,9 @@ def test_warm_up_stops_at_the_deadline():
     rng = np.random.default_rng(0)
     cut = sample_posterior(compiled, rng, n_chains=4, n_draws=20, n_warmup=400, deadline=time.perf_counter())
     full = sample_posterior(compiled, rng, n_chains=4, n_draws=20, n_warmup=400)
-    assert cut.info["warmup_cut"] and cut.info["n_warmup_done"] < 400
+    assert cut.info.warmup_cut and cut.info.n_warmup_done < 400
     assert cut.n_leapfrog <= 10  # short trajectories once out of time (the metric may not be adapted)
-    assert not full.info["warmup_cut"] and full.info["n_warmup_done"] == 400
+    assert not full.info.warmup_cut and full.info.n_warmup_done == 400
     assert cut.x.shape[1] >= 10
 
 
@@ -420,9 +422,9 @@ def test_path_route_is_cross_fitted_at_100_dimensions(seed, monkeypatch):
     reverse paths started at those same draws, seeds 3 and 6 came out 0.15 and 0.20 nats low with se 0.025 (5.9
     and 7.7 se, reported reliable): a Gaussian fitted to n draws in d dimensions is denser at them than at fresh
     draws. Cross-fitted halves remove that."""
-    from pmz.methods import auto_routes
+    from pmz.auto import bridge_route
 
-    monkeypatch.setattr(auto_routes, "curvature_reference", lambda *args, **kwargs: None)
+    monkeypatch.setattr(bridge_route, "curvature_reference", lambda *args, **kwargs: None)
     system = systems.correlated_gaussian(dim=100)
     res = _evidence(system.model, seed, max_khat=0.05, latent=False)  # the latent route would be exact here
     assert res["evidence_stats"].attrs["route"] == "path"
@@ -438,7 +440,7 @@ def test_curvature_reference_in_high_dimensions(dim):
     se 1.6-2.0, unreliable. The curvature reference (exact for a Gaussian posterior) is chosen: the bridge route
     with se below 0.02 and the estimate within 4 se of the truth."""
     from pmz.model.reference import GaussianReference, curvature_reference
-    from pmz.methods.auto_routes import gaussian_reference
+    from pmz.auto.bridge_route import gaussian_reference
 
     system = systems.correlated_gaussian(dim=dim)
     res = _evidence(system.model, 0, latent=False)  # the latent route would be exact here
@@ -478,19 +480,19 @@ def test_warm_up_settles_when_the_chains_agree_and_the_metric_stops_changing():
 
 
 def test_draws_are_bought_only_for_the_target_se():
-    from pmz.methods.auto import _MAX_GROWTH, _draws_wanted
+    from pmz.auto.bridge_route import MAX_GROWTH, draws_wanted
     from pmz.methods.options import AutoOptions
 
     options = AutoOptions(target_se=0.03)
-    assert _draws_wanted(0.01, 125, 125, options) == 125  # good enough: no more draws
-    assert _draws_wanted(0.03, 125, 125, options) == 150  # at the target: a margin of 1.2
-    assert _draws_wanted(0.06, 125, 125, options) == 600  # se ~ 1/sqrt(draws): 4x, with the margin 4.8x
-    assert _draws_wanted(1.0, 125, 125, options) == _MAX_GROWTH * 125
+    assert draws_wanted(0.01, 125, 125, options) == 125  # good enough: no more draws
+    assert draws_wanted(0.03, 125, 125, options) == 150  # at the target: a margin of 1.2
+    assert draws_wanted(0.06, 125, 125, options) == 600  # se ~ 1/sqrt(draws): 4x, with the margin 4.8x
+    assert draws_wanted(1.0, 125, 125, options) == MAX_GROWTH * 125
 
 
 @pytest.mark.parametrize("target_se", [10.0, 1e-6])
 def test_path_route_doubles_its_paths_until_the_target_se(target_se):
-    from pmz.methods.auto_routes import N_PATHS_FIRST, N_PATHS_MAX
+    from pmz.auto.path_route import N_PATHS_FIRST, N_PATHS_MAX
 
     system = conjugate.nig_regression()
     res = _evidence(system.model, 2, max_khat=0.05, target_se=target_se, latent=False)
@@ -686,7 +688,7 @@ def test_small_discrete_support_is_summed_out():
 
 def test_first_pass_draws_follow_the_dimension():
     """5 d^2 draws per half of the chains, between 50 and 125 per chain; n_draws= as given wins."""
-    from pmz.methods.auto_chains import FIRST_DRAWS_MAX, first_pass_draws
+    from pmz.auto.chains import FIRST_DRAWS_MAX, first_pass_draws
     from pmz.methods.options import AutoOptions
 
     options = AutoOptions()

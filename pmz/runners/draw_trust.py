@@ -1,56 +1,53 @@
-"""``method="auto"``: what the chains say and where they start (:mod:`pmz.methods.auto`).
+"""Can these posterior draws be trusted? One room for every check of posterior draws, and for where chains start.
 
-Starting points (half exact prior draws, half PyMC's initial point with jitter), the checks on the chains'
-draws (divergences, split R-hat, separate modes, chains stuck where the mass is negligible), the search for
-modes the chains missed, and the user's own draws (``posterior=``) as chains.
+``method="bridge"`` and the default (:mod:`pmz.auto`) both read posterior draws: the user's (``posterior=``), a
+``pm.sample`` run's, or pmz's own many-chain HMC. The checks they share live here, below both:
+
+* **divergent transitions** (:func:`divergent`, :func:`pmz.runners.starts.divergences_reason`): the sampler could
+  not follow the posterior everywhere (a funnel's neck);
+* **the Stein identities** (:func:`pmz.runners.draws_check.check_draws`): draws of another model with the same
+  variable names;
+* **a missed mode** (:func:`missed_mode`): prior draws climb to a peak where the draws never go;
+* **chains that disagree** (:func:`untrusted_chains_reason`): split R-hat and divergences together;
+* the user's draws as chains (:func:`draws_from_posterior`, :func:`chains_from_flat`), and the verdict on them
+  as one typed record (:func:`given_draws_trust`, :class:`pmz.records.DrawsTrust`);
+* **where chains start**: the prior of the model as written (:func:`prior_reference`), its exact draws
+  (:func:`prior_starts`) and the dispersed starts of pmz's chains (:func:`finite_starts`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..model.pymc import ModelSpecificationError
-from ..runners.modes import (
-    climb,
-    cluster_chains,
-    fit_mode_components,
-    mode_masses,
-    new_modes,
-)
-from ..runners.posterior_hmc import (
-    PosteriorDraws,
-    continue_sampling,
-    dispersed_starts,
-    log_posterior_and_grad,
-    max_split_rhat,
-)
-from ..runners.starts import DIVERGENT_FRACTION, divergences_in, posterior_to_flat, too_many_divergences
+from ..records import DrawsTrust
+from .modes import climb, cluster_chains, new_modes
+from .posterior_hmc import PosteriorDraws, WarmupNotes, dispersed_starts, log_posterior_and_grad, max_split_rhat
+from .draws_check import mismatch_reason
+from .starts import divergences_in, divergences_reason, posterior_to_flat, too_many_divergences
 
 __all__ = [
-    "first_pass_draws",
-    "DIVERGENT_FRACTION",
-    "NEGLIGIBLE_MASS",
-    "N_SEARCH",
+    "MISSED_MASS",
+    "N_MISSED_SEARCH",
+    "chains_from_flat",
     "divergent",
     "draws_from_posterior",
     "finite_starts",
+    "given_draws_trust",
     "missed_mode",
+    "peaks_outside",
     "prior_reference",
     "prior_starts",
-    "search_modes",
-    "separate_modes",
-    "stuck_chains",
+    "trust_reason",
     "untrusted_chains_reason",
 ]
 
-NEGLIGIBLE_MASS = 1e-8  # a cluster of chains with less mass than this times the largest: chains stuck, dropped
-_FAR_BELOW = 100.0  # starts this far (+ dim) below the best one climb before HMC starts
-_CLIMB_STEPS = 50
-N_SEARCH = 256  # prior draws climbed in search of modes the chains missed
-FIRST_DRAWS, FIRST_DRAWS_MAX = 50, 125  # bounds of the first pass's draws per chain (first_pass_draws)
-SEARCH_DROP = 50.0  # peaks more than this + dim nats below the chains' highest density are not searched further
+FAR_BELOW = 100.0  # starts this far (+ dim) below the best one climb before HMC starts
+CLIMB_STEPS = 50  # ... for this many steps
+SEARCH_DROP = 50.0  # peaks more than this + dim nats below the draws' highest density are not searched further
+N_MISSED_SEARCH = 32  # prior draws climbed in search of a mode that given draws miss (cheap: ~3% of pm.sample)
+MISSED_MASS = 1e-3  # a mode the draws miss with more than this share of the mass: they cannot be trusted
+PEAK_DECREMENT = 2.0  # a climbed point counts as a peak when g' Sigma g is at most this (its top within a nat)
 
 
 def divergent(draws) -> bool:
@@ -111,43 +108,11 @@ def chains_from_flat(compiled, X, chain, divergences: int = 0) -> PosteriorDraws
         rhat=max_split_rhat(x, log_post),
         n_grad_evals=0,
         seconds=0.0,
-        info={"source": "posterior"},
+        info=WarmupNotes(source="posterior"),
     )
 
 
-def separate_modes(draws, max_rhat, labels=None) -> int:
-    """How many separate modes the chains sit in: at least two clusters (:func:`pmz.runners.modes.cluster_chains`)
-    whose chains agree within each (split R-hat at most ``max_rhat`` in every cluster of two or more chains);
-    0 when they do not."""
-    labels = cluster_chains(draws.x) if labels is None else labels
-    n = int(labels.max()) + 1
-    if n < 2:
-        return 0
-    for c in range(n):
-        members = labels == c
-        if members.sum() >= 2 and not max_split_rhat(draws.x[members], draws.log_posterior[members]) <= max_rhat:
-            return 0
-    return n
-
-
-def stuck_chains(target, draws, rng) -> np.ndarray:
-    """Chains stuck where the posterior has negligible mass (boolean, per chain).
-
-    The chains are clustered by location and each cluster's mass is estimated by importance sampling from a
-    Gaussian fitted to its draws (:mod:`pmz.runners.modes`); a cluster whose mass is below ``NEGLIGIBLE_MASS``
-    times the largest holds chains stuck where they started (e.g. where a term overflows), not a mode. The masses,
-    not the chains' log densities, decide: a wide mode of low density can carry much mass."""
-    labels = cluster_chains(draws.x)
-    if labels.max() == 0:
-        return np.zeros(draws.n_chains, bool)
-    log_mass, _, _ = mode_masses(target, fit_mode_components(draws.x, labels), rng, 200)
-    if not np.isfinite(log_mass).any():
-        return np.zeros(draws.n_chains, bool)
-    negligible = ~(log_mass - np.max(log_mass[np.isfinite(log_mass)]) > np.log(NEGLIGIBLE_MASS))
-    return negligible[labels]
-
-
-def _peaks_outside(target, prior, draws, rng, n, scale, n_steps=100):
+def peaks_outside(target, prior, draws, rng, n, scale, n_steps=100):
     """Peaks that ``n`` exact prior draws climb to (:func:`pmz.runners.modes.climb`, lengths ``scale``) in none of
     the draws' clusters and not far below their highest density (``SEARCH_DROP + dim`` nats), one per group
     (:func:`pmz.runners.modes.new_modes`); None where the prior cannot be drawn from."""
@@ -157,41 +122,6 @@ def _peaks_outside(target, prior, draws, rng, n, scale, n_steps=100):
     points, values = climb(target, starts, scale, n_steps=n_steps)
     floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
     return new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)
-
-
-def search_modes(target, prior, draws, rng):
-    """Look for modes the chains missed (chains found several already): climb from ``N_SEARCH`` exact prior
-    draws (:func:`pmz.runners.modes.climb`), keep the peaks that lie in none of the chains' clusters and are not
-    far below the chains' highest density (``SEARCH_DROP + dim`` nats), and run one new chain from each (as many
-    draws as the others, the same step size and metric). Returns the draws with the new chains appended and
-    how many were added."""
-    metric = np.asarray(draws.metric)
-    scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
-    found = _peaks_outside(target, prior, draws, rng, N_SEARCH, scale)
-    if found is None or found.shape[0] == 0:
-        return draws, 0
-    found = found[: draws.n_chains]
-    k = found.shape[0]
-    empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
-                    step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,
-                    seconds=0.0, acceptance=0.0)
-    more = continue_sampling(target, empty, rng, draws.n_draws, start=found)
-    x = np.concatenate([draws.x, more.x])
-    log_post = np.concatenate([draws.log_posterior, more.log_posterior])
-    by_chain = None
-    if draws.divergences_by_chain is not None and more.divergences_by_chain is not None:
-        by_chain = np.concatenate([draws.divergences_by_chain, more.divergences_by_chain])
-    group = None if draws.group is None else np.concatenate([draws.group, np.zeros(k, dtype=int)])  # group 0's
-    merged = replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
-                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
-                     rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
-                     seconds=draws.seconds + more.seconds)
-    return merged, k
-
-
-N_MISSED_SEARCH = 32  # prior draws climbed in search of a mode that given draws miss (cheap: ~3% of pm.sample)
-MISSED_MASS = 1e-3  # a mode the draws miss with more than this share of the mass: they cannot be trusted
-PEAK_DECREMENT = 2.0  # a climbed point counts as a peak when g' Sigma g is at most this (its top within a nat)
 
 
 def missed_mode(target, prior, draws, rng, log_z) -> str:
@@ -216,7 +146,7 @@ def missed_mode(target, prior, draws, rng, log_z) -> str:
         return ""
     X = draws.x.reshape(-1, draws.x.shape[2])
     cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
-    found = _peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
+    found = peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
     if found is None or found.shape[0] == 0:
         return ""
     lp, ll, glp, gll = target.log_densities_and_grads(found)
@@ -236,6 +166,24 @@ def missed_mode(target, prior, draws, rng, log_z) -> str:
             f"go, holding about {shares[best]:.0%} of the posterior mass by a Laplace approximation; use "
             "method='auto' without posterior= (its chains start all over the prior and its modes route weighs "
             "every mode)")
+
+
+def given_draws_trust(check, divergences, n_draws: int, option: str, missed: str | None = None) -> DrawsTrust:
+    """The verdict on draws pmz did not make itself: the Stein check's numbers (``check``, a
+    :class:`pmz.records.DrawsCheck` or None), the sampler's divergent transitions (``divergences`` out of
+    ``n_draws``, None where the draws carry no record; ``option``: the argument they came in, or ``"pm.sample"``)
+    and a mode they miss (``missed``, :func:`missed_mode`; None where no search ran)."""
+    why_divergent = "" if divergences is None else divergences_reason(divergences, n_draws, option=option)
+    return DrawsTrust(check=check, divergences=divergences, divergent=why_divergent, missed_mode=missed)
+
+
+def trust_reason(trust: DrawsTrust, source: str) -> str:
+    """Why draws with this verdict cannot be trusted ("" when they can): the Stein check's mismatch with advice
+    (:func:`pmz.runners.draws_check.mismatch_reason`; ``source``: where the draws came from, "posterior" for the
+    user's), else the sampler's divergences, else a missed mode."""
+    if trust.mismatch:
+        return mismatch_reason(trust.mismatch, source)
+    return trust.divergent or trust.missed_mode or ""
 
 
 def prior_reference(full_target):
@@ -267,9 +215,9 @@ def finite_starts(compiled, rng, n, prior=None):
     """Dispersed starting points: half of them exact prior draws (:func:`prior_starts`: chains that start all
     over the prior find modes far from PyMC's initial point), the others PyMC's initial point with jitter
     (:func:`pmz.runners.posterior_hmc.dispersed_starts`, which also replaces prior draws where the log density is
-    not finite). Prior draws more than ``_FAR_BELOW + dim`` nats below the best start climb the log density for
-    ``_CLIMB_STEPS`` steps first. A clear error names the non-finite terms when the log density is finite at none
-    of them."""
+    not finite). Prior draws more than :data:`FAR_BELOW` ``+ dim`` nats below the best start climb the log
+    density for :data:`CLIMB_STEPS` steps first. A clear error names the non-finite terms when the log density
+    is finite at none of them."""
     jitter_rng, prior_rng = rng.spawn(2)
     X, value = dispersed_starts(compiled, jitter_rng, n)
     drawn = prior_starts(compiled, prior, prior_rng, n // 2)
@@ -281,9 +229,9 @@ def finite_starts(compiled, rng, n, prior=None):
         X[rows], value[rows] = drawn[finite], prior_value[finite]
         # a prior draw far in the likelihood's tail (a gradient of size 1e4 and more) leaves HMC no step size that
         # moves: climb such starts first (:func:`pmz.runners.modes.climb`), until they are in the others' range
-        far = np.isfinite(value) & (value < np.nanmax(value) - _FAR_BELOW - compiled.dim)
+        far = np.isfinite(value) & (value < np.nanmax(value) - FAR_BELOW - compiled.dim)
         if far.any():
-            X[far], value[far] = climb(compiled, X[far], np.ones(compiled.dim), n_steps=_CLIMB_STEPS)
+            X[far], value[far] = climb(compiled, X[far], np.ones(compiled.dim), n_steps=CLIMB_STEPS)
     if not np.isfinite(value).any():
         per_var = compiled.point_logps(X[0])
         culprits = [name for name, v in per_var.items() if not np.isfinite(v)]
@@ -293,15 +241,3 @@ def finite_starts(compiled, rng, n, prior=None):
             "Check the priors' supports, the observed data (NaN?) and any pm.Potential."
         )
     return X
-
-
-def first_pass_draws(dim: int, options) -> int:
-    """Draws per chain in the first pass: ``options.n_draws``, or where it is None enough for the Gaussian
-    reference in ``dim`` dimensions, ``5 d^2`` draws per half of the chains (a fitted covariance's expected error
-    ``d^2 / 4n`` is then 0.05 nats), between :data:`FIRST_DRAWS` (the chains' checks need a few dozen draws
-    each) and :data:`FIRST_DRAWS_MAX` (beyond, the curvature reference and more draws for the target se take
-    over)."""
-    if options.n_draws is not None:
-        return int(options.n_draws)
-    per_chain = 5.0 * dim * dim / max(options.n_chains // 2, 1)
-    return int(np.clip(np.ceil(per_chain), FIRST_DRAWS, FIRST_DRAWS_MAX))

@@ -22,7 +22,7 @@ and, in the ``tiny_budget`` column, with :data:`TINY`.
 
 Examples
 --------
->>> from pmz.hazard_matrix import run_cell
+>>> from pmz.studies.hazard_matrix import run_cell
 >>> cell = run_cell("bar", "peaked", seed=1)   # doctest: +SKIP
 >>> cell.kind                                    # doctest: +SKIP
 'answered'
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .systems.hazards import hazards
+from ..systems.hazards import hazards
 
 __all__ = ["Cell", "ROWS", "OPTIONS", "TINY", "TOLERANCE", "applies", "run_cell", "classify"]
 
@@ -126,7 +126,7 @@ def _clear_error(err: BaseException) -> bool:
 def _step_method_result(method, model, options, seed):
     import pymc as pm
 
-    from .step_methods import SimulatedTempering, WangLandau, tempered_evidence
+    from ..step_methods import SimulatedTempering, WangLandau, tempered_evidence
 
     step_class = SimulatedTempering if method == "st_step" else WangLandau
     with model:
@@ -138,7 +138,7 @@ def _step_method_result(method, model, options, seed):
 
 def run_cell(method: str, hazard: str, seed: int) -> Cell:
     """Run one cell and classify its outcome (warnings are kept on the result, not issued)."""
-    from .api import evidence
+    from ..api import evidence
 
     column = hazards()[hazard]
     if not applies(method, hazard):

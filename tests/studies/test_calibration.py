@@ -1,4 +1,5 @@
-"""Simulation-based calibration of Bayes factors (pmz.calibration) on a pair of Gaussian models with exact evidence.
+"""Simulation-based calibration of Bayes factors (pmz.studies.bayes_factor_calibration) on a pair of Gaussian models
+with exact evidence.
 
 M0: y_i ~ N(a, 1), a ~ N(0, 1); M1: y_i ~ N(a + b x_i, 1), a ~ N(0, 1), b ~ N(0, 2^2). Marginally
 y ~ N(0, I + X S X') with X = [1] or [1, x] and S = diag(1) or diag(1, 4): every simulation's log Bayes factor is
@@ -10,11 +11,11 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from pmz import calibration
-from pmz.calibration import BayesFactorCalibration, calibrate_bayes_factors
-from pmz.calibration_plots import calibration_curve, plot_bayes_factor_calibration
 from pmz.inference_data import get_group, is_inference_data
 from pmz.model.pymc import ModelSpecificationError
+from pmz.plots.calibration import calibration_curve, plot_bayes_factor_calibration
+from pmz.studies import bayes_factor_calibration as calibration
+from pmz.studies.bayes_factor_calibration import BayesFactorCalibration, calibrate_bayes_factors
 
 N_OBS = 20
 X = np.linspace(-1.0, 1.0, N_OBS)

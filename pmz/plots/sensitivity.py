@@ -1,8 +1,9 @@
 """Plot of a prior-sensitivity table: log Z or log Bayes factor against a prior's parameter (matplotlib).
 
-Reliable rows are drawn with ±1 se (thick) and ±2 se (thin) error bars; unreliable rows (:mod:`pmz.sensitivity`:
-Pareto k-hat above the limit, too few effective draws, an unreliable run) as hollow red circles without an error bar,
-labelled with their k-hat: the reweighted value there is not an estimate to read.
+Reliable rows are drawn with ±1 se (thick) and ±2 se (thin) error bars; unreliable rows
+(:mod:`pmz.studies.prior_sensitivity`: Pareto k-hat above the limit, too few effective draws, an unreliable run) as
+hollow red circles without an error bar, labelled with their k-hat: the reweighted value there is not an estimate to
+read.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .plots import NATS, _figure_axes, format_log_z
+from .figures import NATS, _figure_axes, format_log_z
 
 __all__ = ["plot_prior_sensitivity"]
 
@@ -35,8 +36,8 @@ def plot_prior_sensitivity(table, x=None, *, y=None, truth=None, ax=None, xlabel
     Parameters
     ----------
     table : pandas.DataFrame
-        From :func:`pmz.sensitivity.prior_sensitivity` (columns ``log_z``, ``log_z_se``) or
-        :func:`pmz.sensitivity.bayes_factor_sensitivity` (``log_bf``, ``log_bf_se``).
+        From :func:`pmz.prior_sensitivity` (columns ``log_z``, ``log_z_se``) or
+        :func:`pmz.bayes_factor_sensitivity` (``log_bf``, ``log_bf_se``).
     x : dict of label -> number, or a sequence with one number per row, optional
         The prior's parameter of each row (e.g. the prior sd of a coefficient); rows without one are left out.
         Default: the rows side by side, labelled by their names.

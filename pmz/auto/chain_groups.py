@@ -13,9 +13,8 @@ group through a :class:`~pmz.execution.executors.ChunkRunner`; the merged :class
 chain's group (``group``) and each group's frozen sampler (``parts``), so that more draws continue every chain
 with its own group's metric, step sizes and trajectory length.
 
-A deadline crosses processes as a wall-clock time (``time.time()``): each group turns it into its own
-``time.perf_counter()`` deadline when it starts, so a budget holds for chunks that run one after the other here and
-for chunks that run at once on other machines.
+A deadline crosses processes as a wall-clock time (:mod:`pmz.auto.clock`): each group turns it into its own
+``time.perf_counter()`` deadline when it starts.
 """
 
 from __future__ import annotations
@@ -28,31 +27,22 @@ import numpy as np
 from ..execution.executors import Task
 from ..runners.pooling import split
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat, sample_posterior
+from .clock import local_deadline, wall_until
 
-__all__ = ["ChainChunks", "merge_draws", "append_draws", "wall_until"]
-
-
-def _local_deadline(until):
-    """A ``time.perf_counter()`` deadline from a wall-clock one (``time.time()``), or None."""
-    return None if until is None else time.perf_counter() + (until - time.time())
-
-
-def wall_until(deadline):
-    """The wall-clock time (``time.time()``) of a ``time.perf_counter()`` deadline, or None."""
-    return None if deadline is None else time.time() + (deadline - time.perf_counter())
+__all__ = ["ChainChunks", "merge_draws", "append_draws"]
 
 
 def _first_pass(compiled, starts, rng, n_draws, n_warmup, until, progress=None, progressbar=False):
     """One group's warm-up and first draws (a chunk's work; ``progress``: the warm-up's own report, when the one
     group runs here)."""
     return sample_posterior(compiled, rng, starts=starts, n_chains=starts.shape[0], n_draws=n_draws,
-                            n_warmup=n_warmup, progress=progress, deadline=_local_deadline(until))
+                            n_warmup=n_warmup, progress=progress, deadline=local_deadline(until))
 
 
 def _more_draws(compiled, part, start, rng, n_more, until, min_draws, progressbar=False):
     """``n_more`` further draws of one group's chains from their states ``start`` (a chunk's work): the new draws
     only."""
-    return continue_sampling(compiled, part, rng, n_more, deadline=_local_deadline(until), min_draws=min_draws,
+    return continue_sampling(compiled, part, rng, n_more, deadline=local_deadline(until), min_draws=min_draws,
                              start=start)
 
 
@@ -77,12 +67,12 @@ def merge_draws(parts, seconds: float) -> PosteriorDraws:
     by_chain = [p.divergences_by_chain if p.divergences_by_chain is not None else np.zeros(p.n_chains, int)
                 for p in parts]
     sizes = np.array([p.n_chains for p in parts])
-    info = dict(parts[0].info)
-    info.update(
-        n_warmup_done=min(p.info.get("n_warmup_done", 0) for p in parts),
-        warmup_cut=any(p.info.get("warmup_cut", False) for p in parts),
-        warmup_settled_at=None if any(p.info.get("warmup_settled_at") is None for p in parts)
-        else max(p.info["warmup_settled_at"] for p in parts),
+    info = replace(
+        parts[0].info,
+        n_warmup_done=min(p.info.n_warmup_done or 0 for p in parts),
+        warmup_cut=any(p.info.warmup_cut for p in parts),
+        warmup_settled_at=None if any(p.info.warmup_settled_at is None for p in parts)
+        else max(p.info.warmup_settled_at for p in parts),
         n_chunks=len(parts),
     )
     return replace(

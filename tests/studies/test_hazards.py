@@ -2,7 +2,7 @@
 step methods) on every hazard of :mod:`pmz.systems.hazards`, each with an exact log Z.
 
 Every cell asserts the promise: the result is within 4 se + 0.02 of the truth, or ``reliable=False``, or a clear
-pmz error (:func:`pmz.hazard_matrix.run_cell` sorts the outcome; ``"wrong"`` and ``"crash"`` fail). A
+pmz error (:func:`pmz.studies.hazard_matrix.run_cell` sorts the outcome; ``"wrong"`` and ``"crash"`` fail). A
 4-se bound fails with probability about 6e-5 when the se is right. The cells of :data:`MUST_ANSWER` must also be
 answered (reliable, within the bound, se below :data:`SE_CAP`): a method that flags everything would pass the
 promise and be useless, so the baseline column and the cells where a method is known to work hold it to an answer.
@@ -16,7 +16,7 @@ A new method adds a row to ``ROWS`` (and its options), a new hazard a column to 
 
 import pytest
 
-from pmz.hazard_matrix import ROWS, applies, run_cell
+from pmz.studies.hazard_matrix import ROWS, applies, run_cell
 from pmz.systems.hazards import hazard_names
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")

@@ -14,7 +14,7 @@ If the evidences are right, the posterior model probabilities are calibrated:
   ``sd_k / sqrt(S)``, has ``z_k = (pbar_k - pi_k) / se_k`` approximately standard normal, so ``|z_k| > 3`` for any
   ``k`` says the Bayes factors (or the models' priors, or the simulations) are wrong;
 * among the simulations whose ``p(M_k | y)`` falls near ``p``, the fraction in which ``M_k`` was the true model is
-  ``p``: the calibration curve (:func:`pmz.calibration_plots.calibration_curve`) follows the diagonal.
+  ``p``: the calibration curve (:func:`pmz.plots.calibration.calibration_curve`) follows the diagonal.
 
 Setting the data. The models share the names of their observed variables, and each observed variable's data are a
 ``pm.Data`` container, so a simulated data set is set into every model without rebuilding it (the container is the
@@ -42,14 +42,14 @@ import pymc as pm
 import xarray as xr
 from pytensor.compile.sharedvalue import SharedVariable
 
-from . import inference_data as _idata
-from .api import build_options, evidence
-from .execution.executors import executor_name
-from .execution.streams import seed_label, seeded_streams
-from .model.pymc import ModelSpecificationError
-from .progress import progress_bar
-from .registry import METHODS
-from .weights import logsumexp
+from .. import inference_data as _idata
+from ..api import build_options, evidence
+from ..execution.executors import executor_name
+from ..execution.streams import seed_label, seeded_streams
+from ..model.pymc import ModelSpecificationError
+from ..progress import progress_bar
+from ..registry import METHODS
+from ..weights import logsumexp
 
 __all__ = ["BayesFactorCalibration", "calibrate_bayes_factors", "posterior_model_probabilities"]
 
@@ -166,7 +166,7 @@ def calibrate_bayes_factors(
     ``p(M_k | y_s) = pi_k Z_k(y_s) / sum_j pi_j Z_j(y_s)``. Calibration means ``E_y[p(M_k | y)] = pi_k``: the
     average ``pbar_k`` over the simulations, with Monte Carlo se ``se_k = sd_k / sqrt(S)``, gives
     ``z_k = (pbar_k - pi_k) / se_k``; read ``|z_k| < 3`` for every model as calibrated (``result.calibrated``),
-    and look at the calibration curve (:func:`pmz.calibration_plots.plot_bayes_factor_calibration`). Schad,
+    and look at the calibration curve (:func:`pmz.plots.calibration.plot_bayes_factor_calibration`). Schad,
     Nicenboim, Bürkner, Betancourt & Vasishth (2022), Workflow techniques for the robust use of Bayes factors,
     Psychological Methods.
 
@@ -205,7 +205,7 @@ def calibrate_bayes_factors(
     Examples
     --------
     >>> import numpy as np, pymc as pm
-    >>> from pmz.calibration import calibrate_bayes_factors
+    >>> from pmz.studies import calibrate_bayes_factors
     >>> def model(slope):
     ...     with pm.Model() as m:
     ...         y = pm.Data("y_data", np.zeros(20))

@@ -1,0 +1,206 @@
+"""The default's posterior chains: warm-up and draws, and what the chains say before any route reads them.
+
+``n_chains`` HMC chains moved together with cross-chain warm-up (:mod:`pmz.runners.posterior_hmc`, in groups
+with ``n_chunks``: :mod:`pmz.auto.chain_groups`), half of them started at exact prior draws and half at PyMC's
+initial point with jitter (:func:`pmz.runners.draw_trust.finite_starts`); or the user's own ``pm.sample`` result
+(``posterior=``). Then, where the split R-hat is above ``max_rhat``:
+
+1. clusters of chains (:func:`pmz.runners.modes.cluster_chains`) whose estimated mass is negligible (below
+   :data:`NEGLIGIBLE_MASS` of the largest) are chains stuck where they started: they are dropped (restarted from
+   the others' states if a second warm-up follows);
+2. when the rest fall into clusters that each mix (within-cluster split R-hat at most ``max_rhat``), they sit in
+   separate modes (:func:`separate_modes`) and the modes route takes them;
+3. otherwise a second warm-up from where the chains are, twice the draws; and chains that still mix slowly (R-hat
+   up to :data:`SLOW_MIXING_RHAT`) run three times longer.
+
+:func:`search_modes` looks for modes every chain missed (the modes route runs it on pmz's own chains).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..runners.draw_trust import draws_from_posterior, finite_starts, peaks_outside
+from ..runners.modes import cluster_chains, fit_mode_components, mode_masses
+from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat
+
+__all__ = [
+    "CHAIN_CHUNKS",
+    "FIRST_DRAWS",
+    "FIRST_DRAWS_MAX",
+    "N_MODE_SEARCH",
+    "NEGLIGIBLE_MASS",
+    "ChainsFindings",
+    "first_pass_draws",
+    "sample_chains",
+    "search_modes",
+    "separate_modes",
+    "stuck_chains",
+]
+
+NEGLIGIBLE_MASS = 1e-8  # a cluster of chains with less mass than this times the largest: chains stuck, dropped
+N_MODE_SEARCH = 256  # prior draws climbed in search of modes the chains missed
+FIRST_DRAWS, FIRST_DRAWS_MAX = 50, 125  # bounds of the first pass's draws per chain (first_pass_draws)
+SLOW_MIXING_RHAT = 1.2  # above max_rhat but below this after a second warm-up: run the chains longer
+CHAIN_CHUNKS = 1  # groups of chains that warm up on their own, with an executor and no n_chunks (see run_auto)
+
+
+@dataclass(frozen=True)
+class ChainsFindings:
+    """The posterior draws the routes read, and what the chains' checks found.
+
+    Attributes
+    ----------
+    draws : PosteriorDraws
+    own : bool
+        pmz's own dispersed chains (False: the user's draws, ``posterior=``).
+    n_modes : int
+        Separate modes the chains sit in (:func:`separate_modes`); 0 when they do not.
+    dropped : int
+        Chains dropped (or restarted from the others' states) because they sat where the mass is negligible.
+    """
+
+    draws: PosteriorDraws
+    own: bool
+    n_modes: int = 0
+    dropped: int = 0
+
+
+def first_pass_draws(dim: int, options) -> int:
+    """Draws per chain in the first pass: ``options.n_draws``, or where it is None enough for the Gaussian
+    reference in ``dim`` dimensions, ``5 d^2`` draws per half of the chains (a fitted covariance's expected error
+    ``d^2 / 4n`` is then 0.05 nats), between :data:`FIRST_DRAWS` (the chains' checks need a few dozen draws
+    each) and :data:`FIRST_DRAWS_MAX` (beyond, the curvature reference and more draws for the target se take
+    over)."""
+    if options.n_draws is not None:
+        return int(options.n_draws)
+    per_chain = 5.0 * dim * dim / max(options.n_chains // 2, 1)
+    return int(np.clip(np.ceil(per_chain), FIRST_DRAWS, FIRST_DRAWS_MAX))
+
+
+def separate_modes(draws, max_rhat, labels=None) -> int:
+    """How many separate modes the chains sit in: at least two clusters (:func:`pmz.runners.modes.cluster_chains`)
+    whose chains agree within each (split R-hat at most ``max_rhat`` in every cluster of two or more chains);
+    0 when they do not."""
+    labels = cluster_chains(draws.x) if labels is None else labels
+    n = int(labels.max()) + 1
+    if n < 2:
+        return 0
+    for c in range(n):
+        members = labels == c
+        if members.sum() >= 2 and not max_split_rhat(draws.x[members], draws.log_posterior[members]) <= max_rhat:
+            return 0
+    return n
+
+
+def stuck_chains(target, draws, rng) -> np.ndarray:
+    """Chains stuck where the posterior has negligible mass (boolean, per chain).
+
+    The chains are clustered by location and each cluster's mass is estimated by importance sampling from a
+    Gaussian fitted to its draws (:mod:`pmz.runners.modes`); a cluster whose mass is below ``NEGLIGIBLE_MASS``
+    times the largest holds chains stuck where they started (e.g. where a term overflows), not a mode. The masses,
+    not the chains' log densities, decide: a wide mode of low density can carry much mass."""
+    labels = cluster_chains(draws.x)
+    if labels.max() == 0:
+        return np.zeros(draws.n_chains, bool)
+    log_mass, _, _ = mode_masses(target, fit_mode_components(draws.x, labels), rng, 200)
+    if not np.isfinite(log_mass).any():
+        return np.zeros(draws.n_chains, bool)
+    negligible = ~(log_mass - np.max(log_mass[np.isfinite(log_mass)]) > np.log(NEGLIGIBLE_MASS))
+    return negligible[labels]
+
+
+def search_modes(target, prior, draws, rng):
+    """Look for modes the chains missed (chains found several already): climb from :data:`N_MODE_SEARCH` exact
+    prior draws (:func:`pmz.runners.draw_trust.peaks_outside`), and run one new chain from each peak in none of the
+    chains' clusters (as many draws as the others, the same step size and metric). Returns the draws with the new
+    chains appended and how many were added."""
+    metric = np.asarray(draws.metric)
+    scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
+    found = peaks_outside(target, prior, draws, rng, N_MODE_SEARCH, scale)
+    if found is None or found.shape[0] == 0:
+        return draws, 0
+    found = found[: draws.n_chains]
+    k = found.shape[0]
+    empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
+                    step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,
+                    seconds=0.0, acceptance=0.0)
+    more = continue_sampling(target, empty, rng, draws.n_draws, start=found)
+    x = np.concatenate([draws.x, more.x])
+    log_post = np.concatenate([draws.log_posterior, more.log_posterior])
+    by_chain = None
+    if draws.divergences_by_chain is not None and more.divergences_by_chain is not None:
+        by_chain = np.concatenate([draws.divergences_by_chain, more.divergences_by_chain])
+    group = None if draws.group is None else np.concatenate([draws.group, np.zeros(k, dtype=int)])  # group 0's
+    merged = replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
+                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
+                     rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
+                     seconds=draws.seconds + more.seconds)
+    return merged, k
+
+
+def sample_chains(context) -> ChainsFindings:
+    """The posterior draws of ``context`` (:class:`pmz.auto.context.AutoContext`): the user's, or pmz's chains
+    with the checks and second passes of the module docstring."""
+    target, options, clock = context.target, context.options, context.clock
+    if options.posterior is not None:
+        draws = draws_from_posterior(target, options.posterior)
+    else:
+        start_rng, sample_rng = context.streams.sample.spawn(2)
+        context.streams.sample = sample_rng
+        starts = finite_starts(target, start_rng, options.n_chains, context.prior)
+        draws = _sample(context, starts, first_pass_draws(target.dim, options))
+    clock.mark("posterior draws")
+    findings = _drop_stuck(context, ChainsFindings(draws, own=options.posterior is None))
+    findings = _second_pass(context, findings)
+    context.progress.close()
+    return findings
+
+
+def _sample(context, starts, n_draws) -> PosteriorDraws:
+    """A warm-up and ``n_draws`` draws per chain of every group from ``starts``."""
+    return context.chain_groups.sample(context.streams.sample, starts, n_draws=n_draws,
+                                       n_warmup=context.options.n_warmup, progress=context.progress.report,
+                                       deadline=context.clock.sampling_deadline)
+
+
+def _drop_stuck(context, findings) -> ChainsFindings:
+    """Chains that disagree: drop those stuck where the mass is negligible (keeping their last states for a restart
+    from the others' states), then count the separate modes the rest sit in."""
+    draws, max_rhat = findings.draws, context.options.max_rhat
+    if draws.rhat <= max_rhat:
+        return findings
+    stuck = stuck_chains(context.target, draws, context.streams.stuck)
+    dropped = 0
+    if stuck.any() and (~stuck).sum() >= 4:
+        dropped, restart = int(stuck.sum()), draws.x[:, -1].copy()
+        restart[stuck] = restart[~stuck][np.arange(dropped) % (~stuck).sum()]
+        context.restart = restart
+        draws = draws.keep(~stuck)
+        context.clock.mark(f"{dropped} chains stuck where the posterior mass is negligible dropped")
+    n_modes = separate_modes(draws, max_rhat) if not draws.rhat <= max_rhat else 0
+    return replace(findings, draws=draws, n_modes=n_modes, dropped=dropped)
+
+
+def _second_pass(context, findings) -> ChainsFindings:
+    """pmz's own chains that disagree but not in separate modes: a second warm-up from where they are (stuck ones
+    restarted from the others' states), twice the draws; chains that then mix slowly run three times longer (the
+    tempered route is no cure for that)."""
+    draws, options, clock = findings.draws, context.options, context.clock
+    max_rhat, n_modes = options.max_rhat, findings.n_modes
+    if not findings.own or n_modes:
+        return findings
+    if not draws.rhat <= max_rhat and clock.left() > draws.seconds:
+        first_rhat = draws.rhat
+        start = context.restart if findings.dropped else draws.x[:, -1]
+        draws = _sample(context, start, 2 * first_pass_draws(context.target.dim, options))
+        clock.mark(f"second warm-up and draws (split R-hat was {first_rhat:.3g})")
+        if not draws.rhat <= max_rhat:
+            n_modes = separate_modes(draws, max_rhat)
+    if max_rhat < draws.rhat <= SLOW_MIXING_RHAT and not n_modes and clock.left() > 0:
+        draws = context.chain_groups.more(draws, context.streams.sample, 3 * draws.n_draws,
+                                          deadline=clock.sampling_deadline)
+        clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
+    return replace(findings, draws=draws, n_modes=n_modes)

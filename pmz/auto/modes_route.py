@@ -1,0 +1,99 @@
+"""The modes route: importance sampling or SMC from a mixture over the modes the chains found, and the prior.
+
+Chains that disagree (split R-hat above ``max_rhat``) sit in separate modes, or have not mixed. First, where the
+chains are pmz's own, a search for modes every chain missed (:func:`pmz.auto.chains.search_modes`). Each cluster of
+chains then gets a Student-t component fitted to its draws and a mass estimated by importance sampling from it
+(not the chains' proportions, which follow the starts); the mixture of the components (weights half the masses,
+half even) and of the prior (weight 0.2, so that a mode no chain found can still be reached) is the reference
+``q`` (:func:`pmz.runners.modes.mode_reference`). Where its importance weights ``p~ / q`` pass their checks, the
+estimate is importance sampling from 2^16 exact draws of ``q``, two independent halves giving the check
+(:func:`pmz.auto.importance_sampling.importance_from_reference`); otherwise a geometric path ``q^(1-b) p~^b`` to
+the posterior, run by resample-move SMC with adaptive tempering, independent runs giving the se. Both are unbiased
+for Z whatever the weights, and a reference this close needs few temperatures.
+"""
+
+from __future__ import annotations
+
+from ..families import GeometricPath
+from ..reliability import assess
+from ..runners.draw_trust import untrusted_chains_reason
+from ..runners.modes import mode_reference
+from .chains import N_MODE_SEARCH, search_modes
+from .contract import Named, Outcome
+from .importance_sampling import importance_from_reference
+from .smc_runs import equally_weighted_runs, smc_runs
+
+__all__ = ["ModesRoute", "defensive_prior"]
+
+
+class ModesRoute:
+    """A mixture over the modes (module docstring)."""
+
+    name = "modes"
+
+    def applies(self, context) -> str:
+        if context.target is None:
+            return "discrete free variables that cannot be summed out"
+        draws = context.chains.draws
+        if draws.rhat <= context.options.max_rhat:
+            return f"the chains agree (split R-hat {draws.rhat:.3g} <= {context.options.max_rhat})"
+        if context.clock.left() <= 0:
+            return f"max_time was spent before the chains agreed (split R-hat {draws.rhat:.3g})"
+        return ""
+
+    def run(self, context) -> Outcome:
+        chains, options = context.chains, context.options
+        draws = chains.draws
+        if chains.n_modes:
+            reason = (f"the chains sit in {chains.n_modes} separate modes (split R-hat {draws.rhat:.3g} over all "
+                      f"chains, at most {options.max_rhat} within each mode)")
+        else:
+            reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=False)
+        if chains.own:
+            draws, n_new = search_modes(context.target, context.prior, draws, context.streams.search)
+            context.clock.mark(f"search for missed modes from {N_MODE_SEARCH} prior draws ({n_new} new chains)")
+            if n_new:
+                reason += f"; a search from {N_MODE_SEARCH} prior draws found {n_new} more and ran a chain in each"
+        return _from_mixture(context, draws, reason)
+
+
+def _from_mixture(context, draws, reason) -> Outcome:
+    """Importance sampling from the mixture reference where its weights pass, else SMC along the path from it."""
+    target, options, clock = context.target, context.options, context.clock
+    mass_rng, run_rng, est_rng, post_rng, is_rng = context.streams.smc.spawn(5)
+    q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target, context.prior))
+    clock.mark(f"mixture reference over {modes.n_modes} mode(s)")
+    chains = dict(rhat=draws.rhat, divergences=draws.divergences,
+                  n_posterior_draws=draws.n_chains * draws.n_draws, modes=modes)
+    estimates, record, posterior, why_not = importance_from_reference(target, q, is_rng, options.max_khat)
+    if estimates:
+        pool, a, b = estimates
+        d = pool.estimate.diagnostics
+        clock.mark(f"importance sampling from the mixture reference ({d.n_paths} draws)")
+        reason = (f"{reason}; importance sampling from the mixture reference (ESS {d.ess_fraction:.0%} of "
+                  f"{d.n_paths} draws, Pareto k-hat {d.pareto_khat:.2f})")
+        return Outcome(reason=reason, answer=pool, check=(a, b), estimates=estimates, counted=estimates,
+                       result_record=record, posterior_x=posterior, **chains)
+    record, est, cut = smc_runs(context, GeometricPath(target, q), context.kernel, q, run_rng, est_rng, target)
+    answer = Named("smc_modes", assess(est, record))
+    clock.mark("modes route (SMC from the mixture reference)")
+    return Outcome(reason=f"{reason}; SMC from the mixture reference ({why_not})", answer=answer,
+                   estimates=(answer,), counted=(answer,), result_record=record,
+                   posterior_x=equally_weighted_runs(record, post_rng), unreliable=cut, **chains)
+
+
+def defensive_prior(target, prior):
+    """``prior`` (:func:`pmz.runners.draw_trust.prior_reference`) as a normalised reference for the mixture, or None
+    where it cannot serve: no prior, the discrete variables were summed out (``target`` is not the prior's model),
+    or a prior density may not integrate to one for a reason pmz cannot correct
+    (``pmz.model.prior_mass.suspect_variables`` other than ordered exchangeable ones, whose mass ``1/K!`` is
+    known)."""
+    from ..model.mixture_reference import RenormalisedReference
+    from ..model.prior_mass import ordered_exchangeable_log_mass, suspect_variables
+
+    if prior is None or prior.compiled is not target:
+        return None
+    known = ordered_exchangeable_log_mass(target.model)
+    if set(suspect_variables(target.model)) - set(known):
+        return None
+    return RenormalisedReference(prior, sum(known.values()), name="prior")

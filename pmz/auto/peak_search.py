@@ -1,0 +1,149 @@
+"""The peak of ``log p(y, theta)`` over a few hyperparameters, and a look around it (the latent and importance
+routes of the default, :mod:`pmz.auto.hyper_importance`).
+
+``log p(y, theta)`` comes from :class:`pmz.model.latent_gaussian.ConditionalGaussian`: the latents integrated out
+exactly where the density is Gaussian in them (or, with no latents, the log density itself). Newton's method with
+central finite differences finds the peak and the curvature there (each Newton step one batched evaluation of the
+``2k^2 + 1`` stencil points); then the density must fall along the peak's principal axes out to :data:`SCAN_SDS`
+Laplace sd, and :data:`N_STARTS` of the best prior draws more than 3 Laplace sd away climb too: a second peak
+with more than :data:`SECOND_PEAK` of the first's Laplace mass stops the route (one Student-t cannot serve two).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["NotApplicable", "SCAN_SDS", "N_STARTS", "SECOND_PEAK", "evaluate", "laplace"]
+
+STEP = 1e-3  # finite-difference step in the unconstrained hyperparameters
+NEWTON_STEPS = 30
+MAX_STEP = 2.0  # largest Newton move in any unconstrained hyperparameter (a factor e^2 on a log scale)
+SCAN_SDS = (2.0, 4.0, 6.0, 8.0, 12.0, 16.0)  # Laplace sd along each principal axis where the density must be lower
+N_STARTS = 4  # the best this many prior draws outside the first peak climb: a second peak stops the route
+SECOND_PEAK = 1e-3  # Laplace mass of a second peak, relative to the first, above which the route stops
+
+
+class NotApplicable(Exception):
+    """The route cannot answer at this model: not Gaussian in its latents at some hyperparameter value, no peak, a
+    second peak, or importance weights that fail their checks. Its message is the reason the route hands over."""
+
+
+def _stencil(theta, h):
+    """Central-difference points for the gradient and Hessian at ``theta (k,)``: ``(points (2k^2 + 1, k), plan)``."""
+    k = theta.size
+    E = h * np.eye(k)
+    pts = [theta] + [theta + E[i] for i in range(k)] + [theta - E[i] for i in range(k)]
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    for i, j in pairs:
+        pts += [theta + E[i] + E[j], theta + E[i] - E[j], theta - E[i] + E[j], theta - E[i] - E[j]]
+    return np.array(pts).reshape(-1, k), pairs
+
+
+def _derivatives(values, k, pairs, h):
+    """Value, gradient and Hessian from the stencil's values."""
+    f0, plus, minus = values[0], values[1 : k + 1], values[k + 1 : 2 * k + 1]
+    grad = (plus - minus) / (2 * h)
+    hess = np.diag((plus - 2 * f0 + minus) / h**2)
+    for n, (i, j) in enumerate(pairs):
+        a, b, c, d = values[2 * k + 1 + 4 * n : 2 * k + 5 + 4 * n]
+        hess[i, j] = hess[j, i] = (a - b - c + d) / (4 * h * h)
+    return f0, grad, hess
+
+
+def evaluate(cg, thetas, rng, n_each=1):
+    """``cg.evaluate``, raising :class:`NotApplicable` where the certificate fails at some value."""
+    out = cg.evaluate(thetas, rng, n_each=n_each)
+    if out.failure:
+        raise NotApplicable(out.failure)
+    return out
+
+
+def _newton(cg, theta0, rng, near=None):
+    """Newton's method on ``log p(y, theta)`` from ``theta0`` (steps of at most ``MAX_STEP``, backtracking):
+    ``(peak, value, covariance)`` with the negated inverse Hessian there, or None where it fails (a value that is
+    not finite or fails its certificate at the start, no negative definite curvature at the end) or, given
+    ``near = (peak, precision)``, where it comes within 3 sd of that peak (the same peak: no need to finish)."""
+    theta, k = np.asarray(theta0, dtype=float), len(theta0)
+    for _ in range(NEWTON_STEPS):
+        if near is not None and (theta - near[0]) @ near[1] @ (theta - near[0]) < 9.0:
+            return None
+        pts, pairs = _stencil(theta, STEP)
+        stencil = cg.evaluate(pts, rng)
+        if stencil.failure:
+            return None
+        f0, grad, hess = _derivatives(stencil.log_marginal, k, pairs, STEP)
+        if not np.all(np.isfinite(stencil.log_marginal)):
+            return None
+        lam, V = np.linalg.eigh(-hess)
+        lam = np.maximum(np.abs(lam), 1e-3 * max(np.abs(lam).max(), 1e-8))  # a step uphill even where not concave
+        step = V @ ((V.T @ grad) / lam)
+        if float(grad @ step) < 1e-9:
+            break
+        step *= min(1.0, MAX_STEP / np.max(np.abs(step)))
+        for _ in range(30):  # backtrack until log p(y, theta) rises (a failed certificate there counts as lower)
+            trial = cg.evaluate((theta + step)[None], rng)
+            if not trial.failure and trial.log_marginal[0] >= f0:
+                break
+            step = 0.5 * step
+        theta = theta + step
+        if np.max(np.abs(step)) < 1e-6:
+            break
+    pts, pairs = _stencil(theta, STEP)
+    stencil = cg.evaluate(pts, rng)
+    if stencil.failure:
+        return None
+    f0, _, hess = _derivatives(stencil.log_marginal, k, pairs, STEP)
+    lam, V = np.linalg.eigh(-hess)
+    if not (np.isfinite(f0) and np.all(np.isfinite(lam)) and lam.min() > 0):
+        return None
+    return theta, f0, (V / lam) @ V.T
+
+
+def laplace(cg, start, prior_thetas, rng, clock):
+    """The peak of ``log p(y, theta)`` and the negated inverse Hessian there, by Newton's method from ``start``
+    (PyMC's initial point). Then a look around it: along each principal axis, at :data:`SCAN_SDS` Laplace sd each
+    way, the density must lie below the peak's (a +inf region or a higher peak out there stops the route); and a
+    search for a second peak: of the prior draws ``prior_thetas`` more than 3 Laplace sd from the peak, the
+    :data:`N_STARTS` with the highest ``log p(y, theta)`` climb too. Raises :class:`NotApplicable` where the first
+    climb fails, the scan rises, or another climb reaches a second peak whose Laplace mass is above
+    :data:`SECOND_PEAK` of the first's: one Student-t cannot serve several peaks (the chains and the modes route
+    can). ``prior_thetas``: a function giving the prior draws, called only if ``clock`` leaves time for the search.
+    Returns the peak, the covariance and whether the search ran."""
+    first = _newton(cg, start, rng)
+    if first is None:
+        raise NotApplicable(f"log p(y, theta) has no peak with negative definite curvature reachable from "
+                            f"{np.round(start, 4).tolist()}")
+    theta, f0, cov = first
+    precision = np.linalg.inv(cov)
+    lam, V = np.linalg.eigh(cov)
+    axes = (V * np.sqrt(lam)).T  # one Laplace sd along each principal axis
+    scan = theta + np.concatenate([sign * c * axes for c in SCAN_SDS for sign in (1.0, -1.0)])
+    scanned = cg.evaluate(scan, rng).log_marginal
+    above = np.flatnonzero(scanned > f0)  # +inf included; NaN and failed certificates are not above
+    if above.size:
+        i = int(above[0])
+        raise NotApplicable(f"log p(y, theta) rises again along the peak's principal axes: "
+                            f"{scanned[i]:.6g} at {np.round(scan[i], 3).tolist()}, "
+                            f"{SCAN_SDS[i // (2 * len(theta))]:g} Laplace sd out, above {f0:.6g} at the peak")
+
+    def log_mass(peak):
+        return peak[1] + 0.5 * np.linalg.slogdet(2 * np.pi * peak[2])[1]
+
+    def far(points):
+        gap = np.atleast_2d(points) - theta
+        return np.einsum("ij,jk,ik->i", gap, precision, gap) > 9.0
+
+    if clock.left() <= 0:
+        return theta, cov, False
+    prior_thetas = prior_thetas()
+    if prior_thetas is not None and len(prior_thetas):
+        outside = prior_thetas[far(prior_thetas)]
+        values = cg.evaluate(outside, rng).log_marginal if len(outside) else np.zeros(0)
+        for start_j in outside[np.argsort(-np.nan_to_num(values, nan=-np.inf))[:N_STARTS]]:
+            peak = _newton(cg, start_j, rng, near=(theta, precision))
+            if peak is not None and far(peak[0])[0] and log_mass(peak) - log_mass(first) > np.log(SECOND_PEAK):
+                raise NotApplicable(
+                    f"log p(y, theta) has a second peak at {np.round(peak[0], 3).tolist()} (besides "
+                    f"{np.round(theta, 3).tolist()}) with a Laplace mass of "
+                    f"{np.exp(min(log_mass(peak) - log_mass(first), 50.0)):.3g} of the first's")
+    return theta, cov, True

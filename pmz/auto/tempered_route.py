@@ -1,0 +1,81 @@
+"""The tempered route: resample-move SMC from the prior with adaptive tempering (pmz's ``"smc"``), independent
+runs giving the se.
+
+It answers where nothing nearer the posterior can be trusted: discrete free variables with too many joint values to
+sum out (or draws given with them), and pmz's own chains with divergent transitions (their draws miss part of the
+posterior, e.g. a funnel's neck) while time is left. The estimate is corrected to the density as written
+(:func:`density_evidence`), so that every route answers the same question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..model.discrete_sum import MAX_CONFIGURATIONS
+from ..reliability import assess
+from ..runners.draw_trust import divergent, untrusted_chains_reason
+from .contract import Named, Outcome
+from .smc_runs import equally_weighted_runs, smc_runs
+
+__all__ = ["TemperedRoute", "density_evidence"]
+
+
+class TemperedRoute:
+    """SMC from the prior (module docstring)."""
+
+    name = "tempered"
+
+    def applies(self, context) -> str:
+        if context.discrete_left:
+            return ""
+        if not context.own_chains:
+            return "draws were given as posterior= (their sampler's divergences flag the result instead)"
+        chains = context.chains
+        if not divergent(chains.draws):
+            return "the chains have no more divergent transitions than round-off makes"
+        if context.clock.left() <= 0:
+            return "max_time was spent (the bridge answers from the draws, flagged)"
+        return ""
+
+    def run(self, context) -> Outcome:
+        full, rng = context.full_target, context.streams.smc
+        record, est, cut = smc_runs(context, context.family, context.full_kernel, "prior", rng, rng, full)
+        est = assess(density_evidence(est, context.family, full, rng.spawn(1)[0]), record)
+        context.clock.mark("tempered route (SMC from the prior)")
+        answer = Named("smc", est)
+        chains = {}
+        if context.discrete_left:
+            reason = f"discrete free variables {context.discrete_names} ({context.discrete_left})"
+        else:
+            draws = context.chains.draws
+            reason = untrusted_chains_reason(draws, context.options.max_rhat, own_chains=True)
+            chains = dict(rhat=draws.rhat, divergences=draws.divergences,
+                          n_posterior_draws=draws.n_chains * draws.n_draws)
+        return Outcome(reason=reason, answer=answer, estimates=(answer,), counted=(answer,), result_record=record,
+                       posterior_x=equally_weighted_runs(record, rng.spawn(1)[0]), on_full_model=True,
+                       unreliable=cut, **chains)
+
+
+def density_evidence(est, family, target, rng):
+    """SMC from prior draws estimates the evidence under the draws' (normalised) prior; the bridge and path routes
+    integrate the model's density as PyMC writes it. Where that prior density does not integrate to one (ordered
+    transforms: 1/K!; LKJCholeskyCov on PyMC 5), add its measured log mass (:mod:`pmz.model.prior_mass`) so that
+    every route answers the same question: ``log Z_density = log Z_prior_draws + sum_v log c_v``."""
+    from ..methods.draw_checks import prior_normalisation_note
+
+    prior_fields, _ = prior_normalisation_note(family, target, rng, "auto")
+    if not prior_fields:
+        return est
+    noted = replace(est.diagnostics, **prior_fields)
+    log_z = est.log_z + noted.prior_log_mass
+    se = float(np.hypot(est.log_z_se, noted.prior_log_mass_se))
+    return replace(est, log_z=log_z, log_z_se=se, diagnostics=noted)
+
+
+def discrete_left_reason(posterior_given: bool) -> str:
+    """Why discrete free variables cannot be summed out of the model (the tempered route's reason)."""
+    if posterior_given:
+        return "draws given as posterior= with discrete variables"
+    return f"more than {MAX_CONFIGURATIONS} joint values or an unbounded support, too many to sum out"
