@@ -157,7 +157,10 @@ def _one_call_at_a_time(model):
     """The lock of ``model`` (a PyMC model, energy model or SMC sequence): calls of ``pmz.evidence`` on one model
     object run one at a time. Its compiled functions are not safe to call from two threads at once: four threads on
     one model gave other bits than the same calls one after the other (SMC), or failed inside PyTensor ("'NoneType'
-    object has no attribute 'shape'", BAR) or Numba. Calls on different models still run side by side."""
+    object has no attribute 'shape'", BAR) or Numba. Calls on different models still run side by side, and may then
+    race in PyTensor's process-wide flags while both build graphs (:data:`pmz.threads.PYTENSOR_LOCK` guards pmz's
+    chunks and ``pm.sample`` calls; a lock over whole calls would stop a thread-pool executor's chunks, which the
+    calling thread waits for): the user guide advises processes, not threads."""
     try:
         with _CALL_LOCKS_LOCK:
             lock = _CALL_LOCKS.setdefault(model, threading.RLock())

@@ -10,16 +10,28 @@ with one (docs/benchmarks.md, "Thread policy", both stacks). So :func:`pmz.evide
 
 Override with ``pmz.evidence(..., blas_threads=n)`` (``n`` threads) or ``blas_threads=None`` (leave BLAS
 as the process has it, e.g. as set by ``OPENBLAS_NUM_THREADS`` or the user's own ``threadpoolctl`` limits).
+
+PyTensor work (building graphs, compiling them, ``pm.sample``) runs in one thread at a time per process
+(:data:`PYTENSOR_LOCK`): PyTensor switches process-wide flags while it works. Its ``infer_static_shape`` (called
+whenever a graph gets an ``Alloc`` or a random variable with a symbolic shape) folds the shape under
+``config.change_flags(cxx="")``, so a function compiled in another thread at that moment gets Python thunks for
+some nodes instead of C ones: other bits (bridge sampling's ``pm.sample`` chains on a 2-thread pool: log Z
+-27.767253723 instead of -27.767253724). Two threads inside it at once restore each other's ``""``, and C stays
+off for the rest of the process (every later compile in Python, silently; 2 of 3 runs of two threads building
+300 such graphs each).
 """
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from numbers import Integral
 
-__all__ = ["DEFAULT_BLAS_THREADS", "check_blas_threads", "blas_thread_limit"]
+__all__ = ["DEFAULT_BLAS_THREADS", "PYTENSOR_LOCK", "check_blas_threads", "blas_thread_limit"]
 
 DEFAULT_BLAS_THREADS = 1
+
+PYTENSOR_LOCK = threading.RLock()  # one thread at a time builds, compiles or samples PyTensor graphs in a process
 
 
 def check_blas_threads(value):

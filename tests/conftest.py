@@ -33,6 +33,14 @@ def stack_versions() -> dict:
 DEFAULT_BACKEND_IS_C = backend_name(resolve_mode(None)) == "c"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--hazard-seeds", default="1",
+        help="seeds of the hazard matrix's slow cells, comma-separated (tests/studies/test_hazards.py): 1 by default, "
+             "2 on CI's PyMC 6 stack, so that CI runs both seeds, one per stack",
+    )
+
+
 def pytest_report_header(config):
     """One line in the log of every run (CI's included) with the releases this run was made with."""
     return "pmz stack: " + ", ".join(f"{name} {version}" for name, version in stack_versions().items())

@@ -15,7 +15,8 @@ itself (cloudpickle) and compiled again on arrival: pickled PyTensor functions a
 and load a fraction of a second faster, but on PyTensor 3 the function rebuilt from its pickle can differ from the
 client's in the last bits, while the model compiled again in the worker gives the same bits (docs/scaling.md). Each
 worker process (each thread of it) unpickles a payload once and keeps it (:data:`_PAYLOADS`), and compiles each
-model once and keeps it for later calls (:data:`_COMPILED`), so a worker compiles once however many chunks it runs.
+model once and keeps it for later calls (:data:`_COMPILED`), so a worker compiles once however many chunks it runs. Chunks in one process (a thread pool, a Dask worker's
+threads) run one at a time: PyTensor work in two threads at once gives other bits (:data:`pmz.threads.PYTENSOR_LOCK`).
 A Dask client sends the payload to the cluster once (a task whose result is copied to every worker); a
 ``concurrent.futures`` executor sends it with every chunk. The result's attrs separate the workers' compile time
 (``worker_compile_time``: unpickling, graph building and JIT) from their sampling time (``sampling_time``).
@@ -29,7 +30,6 @@ and a call with the same arguments takes the chunks it finds there instead of ru
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import hashlib
 import io
 import os
@@ -46,7 +46,7 @@ import numpy as np
 
 from ..model.pymc import CompiledModel
 from ..progress import progress_bar
-from ..threads import blas_thread_limit
+from ..threads import PYTENSOR_LOCK, blas_thread_limit
 from .checkpoints import Checkpoint, digest, target_description
 
 __all__ = [
@@ -98,28 +98,26 @@ def executor_name(executor) -> str:
 _COMPILED: OrderedDict = OrderedDict()  # (model token, thread) -> CompiledModel rebuilt in this process
 _CACHE_SIZE = 4
 _CACHE_LOCK = threading.Lock()
-_BUILD_LOCK = threading.RLock()  # one build at a time per process: PyTensor's graph rewriting is not thread-safe
+_BUILD_LOCK = PYTENSOR_LOCK  # one thread at a time does PyTensor work in a process (pmz.threads)
 
 
-def _cached(cache, key, build, *, fresh=False):
+def _cached(cache, key, build):
     """``cache[key]``, built by ``build()`` when missing; the least recently used entries beyond
     :data:`_CACHE_SIZE` are dropped. Keys carry the thread: a compiled function is not safe to share between
-    threads. Builds (unpickling, compiling) run one at a time in a process: two threads rewriting PyTensor graphs at
-    once can compile different (equally valid) graphs, whose results differ in the last bits. ``fresh=True``:
-    return ``(value, built)``, ``built`` telling whether it was built now."""
+    threads. Builds (unpickling, compiling) run one at a time in a process (:data:`pmz.threads.PYTENSOR_LOCK`)."""
     key = (key, threading.get_ident())
     with _CACHE_LOCK:
         value = cache.get(key)
         if value is not None:
             cache.move_to_end(key)
-            return (value, False) if fresh else value
+            return value
     with _BUILD_LOCK:
         value = build()
     with _CACHE_LOCK:
         cache[key] = value
         while len(cache) > _CACHE_SIZE:
             cache.popitem(last=False)
-    return (value, True) if fresh else value
+    return value
 
 
 def _compiled_model(token: str, blob: bytes) -> CompiledModel:
@@ -185,13 +183,18 @@ def _compile_seconds(target) -> float:
 
 def run_chunk(token: str, payload: bytes, fn, arguments: dict, blas_threads) -> ChunkOutput:
     """Run one chunk on a worker: ``fn(**context, **arguments)``, the payload's ``(target, context)`` unpickled and
-    compiled once per worker process and thread (a compiled function is not safe to call from two threads)."""
+    compiled once per worker process and thread (a compiled function is not safe to call from two threads).
+
+    Chunks in one process (the threads of a pool or of a Dask worker) run one at a time: any chunk may build or
+    compile PyTensor graphs (its thread's first one compiles the model's functions; every ``pm.sample`` group of
+    bridge sampling compiles its own), and PyTensor work in two threads at once gives other bits
+    (:data:`pmz.threads.PYTENSOR_LOCK`)."""
     t0, cpu0 = time.perf_counter(), time.process_time()
-    (target, context), first = _cached(_PAYLOADS, token, lambda: pickle.loads(payload), fresh=True)
+    target, context = _cached(_PAYLOADS, token, lambda: pickle.loads(payload))
     compile0 = _compile_seconds(target)
     t1 = time.perf_counter()
-    with blas_thread_limit(blas_threads), (_BUILD_LOCK if first else contextlib.nullcontext()):
-        record = fn(**context, **arguments)  # a thread's first chunk compiles (lazily): one at a time
+    with _BUILD_LOCK, blas_thread_limit(blas_threads):  # the lock first: BLAS limits set and restored in turn
+        record = fn(**context, **arguments)
     elapsed = time.perf_counter() - t1
     compiled = _compile_seconds(target) - compile0
     return ChunkOutput(

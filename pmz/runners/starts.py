@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from ..inference_data import get_group, group_names, is_inference_data, posterior_group
+from ..threads import PYTENSOR_LOCK
 from ..weights import systematic_resample
 from .draws_check import chain_ess, check_draws, mismatch_reason
 
@@ -306,8 +307,8 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
     level = logger.level
     if not progressbar:  # quiet runs stay quiet
         logger.setLevel(logging.WARNING)
-    try:
-        with compiled.model:
+    try:  # pm.sample builds and compiles its graphs: not while another thread does PyTensor work (pmz.threads)
+        with PYTENSOR_LOCK, compiled.model:
             idata = pm.sample(
                 draws=draws_per_chain,
                 tune=tune,

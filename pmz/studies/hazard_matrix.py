@@ -118,7 +118,7 @@ def _clear_error(err: BaseException) -> bool:
     if type(err).__name__ == "SamplingError":
         return True
     frames = traceback.extract_tb(err.__traceback__)
-    pmz_root = str(Path(__file__).resolve().parents[0])
+    pmz_root = str(Path(__file__).resolve().parents[1])  # the package (this module is in pmz/studies/)
     raised_in_pmz = bool(frames) and str(Path(frames[-1].filename).resolve()).startswith(pmz_root)
     return raised_in_pmz and "pmz" in str(err)
 

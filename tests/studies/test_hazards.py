@@ -8,9 +8,12 @@ answered (reliable, within the bound, se below :data:`SE_CAP`): a method that fl
 promise and be useless, so the baseline column and the cells where a method is known to work hold it to an answer.
 
 Tiers: the baseline column with one seed is in the quick tier (every method answers a conjugate model); the whole
-matrix, seeds 1 and 2 (the 100-D column seed 1 only), is in the slow tier: 546 runs, 17 minutes on PyMC 6 and 19
-on PyMC 5 on one core (measured with ``benchmarks/hazards.py``, which runs the same cells; the quick tier's 18
-runs take 20 s).
+matrix is in the slow tier, for the seeds ``--hazard-seeds`` names (a pytest option, tests/conftest.py): seed 1
+by default, the run of the whole suite (``python -m pytest``, CI's PyMC 5 stack); CI's PyMC 6 stack runs seed 2
+(``python -m pytest -m slow tests/studies/test_hazards.py --hazard-seeds 2``), so that CI runs both seeds, one on
+each stack, where it ran both on PyMC 5 and none on PyMC 6. About 290 runs a seed, 11-12 minutes on one core (the
+cells' times that ``benchmarks/hazards.py`` keeps: seed 1 on PyMC 5 716 s, seed 2 on PyMC 6 642 s, the 100-D column
+a third of it; the quick tier's 18 runs take 20 s).
 A new method adds a row to ``ROWS`` (and its options), a new hazard a column to :mod:`pmz.systems.hazards`.
 """
 
@@ -22,8 +25,6 @@ from pmz.systems.hazards import hazard_names
 pytestmark = pytest.mark.usefixtures("quiet_pymc")
 
 SE_CAP = 0.2
-SEEDS = (1, 2)
-ONE_SEED = {"high_dimension"}  # columns whose runs take 3-30 s each: seed 1 only
 
 MUST_ANSWER = {
     "baseline": set(ROWS),
@@ -58,16 +59,23 @@ def test_every_method_answers_the_baseline(method):
     _check(method, "baseline", 1)
 
 
-CELLS = [
-    pytest.param(method, hazard, seed, id=f"{method}-{hazard}-{seed}")
-    for hazard in hazard_names()
-    for seed in (SEEDS[:1] if hazard in ONE_SEED else SEEDS)
-    for method in ROWS
-    if applies(method, hazard) and not (hazard == "baseline" and seed == 1)
-]
+def cells(seeds) -> list:
+    """Every cell of the matrix for ``seeds`` (the baseline with seed 1 is the quick tier's)."""
+    return [
+        pytest.param(method, hazard, seed, id=f"{method}-{hazard}-{seed}")
+        for hazard in hazard_names()
+        for seed in seeds
+        for method in ROWS
+        if applies(method, hazard) and not (hazard == "baseline" and seed == 1)
+    ]
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.function.__name__ == "test_hazard_matrix":
+        seeds = [int(seed) for seed in str(metafunc.config.getoption("hazard_seeds")).split(",") if seed.strip()]
+        metafunc.parametrize("method, hazard, seed", cells(seeds))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method, hazard, seed", CELLS)
 def test_hazard_matrix(method, hazard, seed):
     _check(method, hazard, seed)
