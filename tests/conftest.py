@@ -6,6 +6,7 @@ tier (see CONTRIBUTING.md).
 
 import logging
 import platform
+import time
 from importlib import metadata
 
 import numpy as np
@@ -39,6 +40,33 @@ def pytest_addoption(parser):
         help="seeds of the hazard matrix's slow cells, comma-separated (tests/studies/test_hazards.py): 1 by default, "
              "2 on CI's PyMC 6 stack, so that CI runs both seeds, one per stack",
     )
+
+
+_SESSION_START = time.perf_counter()
+_COMPILE_SECONDS_BY_FILE: dict = {}  # test file -> seconds pmz spent compiling in its tests (fixtures included)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    from pmz.model.backend import CompileClock
+
+    before = CompileClock.process_seconds
+    yield
+    path = item.nodeid.split("::")[0]
+    _COMPILE_SECONDS_BY_FILE[path] = _COMPILE_SECONDS_BY_FILE.get(path, 0.0) + CompileClock.process_seconds - before
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How much of the run was pmz compiling its models (PyTensor's graph rewriting, C or Numba code generation),
+    and the files that compiled most: where a run's time goes (CONTRIBUTING.md, "What CI runs")."""
+    from pmz.model.backend import CompileClock
+
+    elapsed = time.perf_counter() - _SESSION_START
+    terminalreporter.write_line(f"pmz compiled its models for {CompileClock.process_seconds:.0f} s of this "
+                                f"run's {elapsed:.0f} s (pm.sample's own compiles not counted); most in:")
+    most = sorted(_COMPILE_SECONDS_BY_FILE.items(), key=lambda item: -item[1])[:10]
+    for path, seconds in most:
+        terminalreporter.write_line(f"  {seconds:6.0f} s  {path}")
 
 
 def pytest_report_header(config):

@@ -38,7 +38,7 @@ FIT_KL_LIMIT = 0.05  # nats: above this expected divergence of the fitted Gaussi
 MAX_GROWTH = 8  # at most this many times the first pass's draws when buying a smaller se
 
 
-def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7, curvature: bool = True):
+def gaussian_reference(target, X_fit, rng, max_khat: float = 0.7, curvature: bool = True):
     """The Gaussian reference for a bridge or path half: fitted to the draws ``X_fit (n, dim)``, or, where the
     draws are few for the dimension, the Gaussian at their mean with the log posterior's curvature
     (:func:`pmz.model.reference.curvature_reference`) if it matches the posterior better.
@@ -56,26 +56,26 @@ def gaussian_reference(compiled, X_fit, rng, max_khat: float = 0.7, curvature: b
     n, dim = X_fit.shape
     if not curvature or dim * dim / (4.0 * n) <= FIT_KL_LIMIT:
         return q
-    curved = curvature_reference(compiled, q.mean, q.cov)
+    curved = curvature_reference(target, q.mean, q.cov)
     if curved is None:
         return q
     scores = []
     for candidate, stream in zip((q, curved), rng.spawn(2)):
-        log_w, _ = importance_draws(compiled, candidate, stream, N_CHOICE, once=True)
+        log_w, _ = importance_draws(target, candidate, stream, N_CHOICE, once=True)
         log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
         scores.append((kish_ess(log_w) / N_CHOICE, pareto_khat(log_w)))
     (ess_fit, _), (ess_curved, khat_curved) = scores
     return curved if ess_curved > ess_fit and khat_curved <= max_khat else q
 
 
-def _bridge_half(compiled, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check, curvature):
+def _bridge_half(target, draws: PosteriorDraws, fit_chains, bridge_chains, rng, n_bootstrap, check, curvature):
     """Bridge sampling with q fitted to ``fit_chains`` and the draws of ``bridge_chains``; estimate and k-hat.
     ``check``: test that the draws are this model's posterior (a user's draws; pmz's own chains need no test);
     ``curvature``: whether q may be the curvature reference (:func:`gaussian_reference`)."""
     X_fit, _ = draws.flat(fit_chains)
     X_bridge, chain = draws.flat(bridge_chains)
-    q = gaussian_reference(compiled, X_fit, rng, curvature=curvature)
-    record = run_bridge(compiled, X_bridge, chain, rng, reference=q, split=False, check=check)
+    q = gaussian_reference(target, X_fit, rng, curvature=curvature)
+    record = run_bridge(target, X_bridge, chain, rng, reference=q, split=False, check=check)
     est = bar(record.forward, record.reverse, rng=rng, n_bootstrap=n_bootstrap, n_eff_r=record.n_eff_reverse)
     khat = pareto_khat(record.forward.log_weights)
     est = replace(est, diagnostics=replace(est.diagnostics, pareto_khat=khat))
@@ -99,13 +99,13 @@ class BridgePair:
         return 0.5 * (self.a.estimate.log_z + self.b.estimate.log_z)
 
 
-def bridge_pair(compiled, draws, rng, n_bootstrap, check=False, curvature=True) -> BridgePair:
+def bridge_pair(target, draws, rng, n_bootstrap, check=False, curvature=True) -> BridgePair:
     """Both cross-fitted halves (module docstring), each from its own stream spawned from ``rng``."""
     chains = np.arange(draws.n_chains)
     even, odd = chains[::2], chains[1::2]
     rng_a, rng_b = rng.spawn(2)
-    est_a, rec_a = _bridge_half(compiled, draws, even, odd, rng_a, n_bootstrap, check, curvature)
-    est_b, rec_b = _bridge_half(compiled, draws, odd, even, rng_b, n_bootstrap, check, curvature)
+    est_a, rec_a = _bridge_half(target, draws, even, odd, rng_a, n_bootstrap, check, curvature)
+    est_b, rec_b = _bridge_half(target, draws, odd, even, rng_b, n_bootstrap, check, curvature)
     return BridgePair(Named("bridge_a", est_a), Named("bridge_b", est_b), (rec_a, rec_b))
 
 

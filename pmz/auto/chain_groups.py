@@ -32,17 +32,17 @@ from .clock import local_deadline, wall_until
 __all__ = ["ChainChunks", "merge_draws", "append_draws"]
 
 
-def _first_pass(compiled, starts, rng, n_draws, n_warmup, until, progress=None, progressbar=False):
+def _first_pass(target, starts, rng, n_draws, n_warmup, until, progress=None, progressbar=False):
     """One group's warm-up and first draws (a chunk's work; ``progress``: the warm-up's own report, when the one
     group runs here)."""
-    return sample_posterior(compiled, rng, starts=starts, n_chains=starts.shape[0], n_draws=n_draws,
+    return sample_posterior(target, rng, starts=starts, n_chains=starts.shape[0], n_draws=n_draws,
                             n_warmup=n_warmup, progress=progress, deadline=local_deadline(until))
 
 
-def _more_draws(compiled, part, start, rng, n_more, until, min_draws, progressbar=False):
+def _more_draws(target, part, start, rng, n_more, until, min_draws, progressbar=False):
     """``n_more`` further draws of one group's chains from their states ``start`` (a chunk's work): the new draws
     only."""
-    return continue_sampling(compiled, part, rng, n_more, deadline=local_deadline(until), min_draws=min_draws,
+    return continue_sampling(target, part, rng, n_more, deadline=local_deadline(until), min_draws=min_draws,
                              start=start)
 
 
@@ -131,14 +131,14 @@ class ChainChunks:
     Parameters
     ----------
     runner : ChunkRunner
-    compiled : CompiledModel
+    target : CompiledModel
     n_chunks : int
         Groups of consecutive chains; one: all chains adapt together (and the warm-up's own ``progress`` is shown
         when the group runs here).
     """
 
-    def __init__(self, runner, compiled, n_chunks: int):
-        self.runner, self.compiled, self.n_chunks = runner, compiled, int(n_chunks)
+    def __init__(self, runner, target, n_chunks: int):
+        self.runner, self.target, self.n_chunks = runner, target, int(n_chunks)
         self._calls = 0
 
     def _key(self, what):
@@ -186,8 +186,8 @@ class ChainChunks:
         return append_draws(draws, [done[t.key] for t in tasks], rows, time.perf_counter() - t0)
 
     def _run(self, fn, tasks, own_bar, desc):
-        context = {"compiled": self.compiled, "progressbar": bool(own_bar)}  # the warm-up's own bar, or the runner's
-        done = self.runner.run(fn, self.compiled, context, tasks, desc=desc)
+        context = {"target": self.target, "progressbar": bool(own_bar)}  # the warm-up's own bar, or the runner's
+        done = self.runner.run(fn, self.target, context, tasks, desc=desc)
         if len(done) < len(tasks):
             raise KeyboardInterrupt(
                 f"pmz: interrupted with {len(done)} of {len(tasks)} groups of chains finished; nothing to estimate from"

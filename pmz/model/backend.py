@@ -120,6 +120,9 @@ class CompileClock:
     call of each function is timed by :meth:`first_call`.
     """
 
+    #: seconds spent compiling by every clock of this process (the test suite reports it: tests/conftest.py)
+    process_seconds = 0.0
+
     def __init__(self):
         self.seconds = 0.0
 
@@ -131,7 +134,9 @@ class CompileClock:
             with compile_flags():
                 yield
         finally:
-            self.seconds += time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+            self.seconds += elapsed
+            CompileClock.process_seconds += elapsed
 
     def first_call(self, fn):
         """Wrap compiled ``fn`` so that its first call (JIT compilation included) is added to the clock."""
