@@ -309,7 +309,8 @@ def test_user_posterior_is_used():
     with system.model:
         idata = pm.sample(draws=500, tune=500, chains=4, cores=1, random_seed=1, progressbar=False)
     res = _evidence(system.model, 0, posterior=idata)
-    assert res["evidence_stats"].attrs["route"] == "bridge"
+    # the user's four chains are read (which of the routes that take draws answers is the draws' outcome, not pinned)
+    assert res["evidence_stats"].attrs["route"] in ("bridge", "path", "modes")
     assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + TOL
     assert int(res["evidence_stats"]["n_chains"]) == 4
     assert res.reliable
