@@ -12,7 +12,7 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from pmz.model.backend import backend_name, resolve_mode
+from pmz.model.backend import CompileClock, backend_name, resolve_mode
 from pmz.systems import ALL_SYSTEMS
 
 #: the packages whose releases can change what a fixed seed produces; printed at the top of every run
@@ -48,8 +48,6 @@ _COMPILE_SECONDS_BY_FILE: dict = {}  # test file -> seconds pmz spent compiling 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    from pmz.model.backend import CompileClock
-
     before = CompileClock.process_seconds
     yield
     path = item.nodeid.split("::")[0]
@@ -59,8 +57,6 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_terminal_summary(terminalreporter):
     """How much of the run was pmz compiling its models (PyTensor's graph rewriting, C or Numba code generation),
     and the files that compiled most: where a run's time goes (CONTRIBUTING.md, "What CI runs")."""
-    from pmz.model.backend import CompileClock
-
     elapsed = time.perf_counter() - _SESSION_START
     terminalreporter.write_line(f"pmz compiled its models for {CompileClock.process_seconds:.0f} s of this "
                                 f"run's {elapsed:.0f} s (pm.sample's own compiles not counted); most in:")

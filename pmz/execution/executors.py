@@ -15,8 +15,9 @@ itself (cloudpickle) and compiled again on arrival: pickled PyTensor functions a
 and load a fraction of a second faster, but on PyTensor 3 the function rebuilt from its pickle can differ from the
 client's in the last bits, while the model compiled again in the worker gives the same bits (docs/scaling.md). Each
 worker process (each thread of it) unpickles a payload once and keeps it (:data:`_PAYLOADS`), and compiles each
-model once and keeps it for later calls (:data:`_COMPILED`), so a worker compiles once however many chunks it runs. Chunks in one process (a thread pool, a Dask worker's
-threads) run one at a time: PyTensor work in two threads at once gives other bits (:data:`pmz.threads.PYTENSOR_LOCK`).
+model once and keeps it for later calls (:data:`_COMPILED`), so a worker compiles once however many chunks it runs.
+Chunks in one process (a thread pool, a Dask worker's threads) run one at a time: PyTensor work in two threads at
+once gives other bits (:data:`pmz.threads.PYTENSOR_LOCK`).
 A Dask client sends the payload to the cluster once (a task whose result is copied to every worker); a
 ``concurrent.futures`` executor sends it with every chunk. The result's attrs separate the workers' compile time
 (``worker_compile_time``: unpickling, graph building and JIT) from their sampling time (``sampling_time``).
@@ -98,7 +99,6 @@ def executor_name(executor) -> str:
 _COMPILED: OrderedDict = OrderedDict()  # (model token, thread) -> CompiledModel rebuilt in this process
 _CACHE_SIZE = 4
 _CACHE_LOCK = threading.Lock()
-_BUILD_LOCK = PYTENSOR_LOCK  # one thread at a time does PyTensor work in a process (pmz.threads)
 
 
 def _cached(cache, key, build):
@@ -111,7 +111,7 @@ def _cached(cache, key, build):
         if value is not None:
             cache.move_to_end(key)
             return value
-    with _BUILD_LOCK:
+    with PYTENSOR_LOCK:
         value = build()
     with _CACHE_LOCK:
         cache[key] = value
@@ -193,7 +193,7 @@ def run_chunk(token: str, payload: bytes, fn, arguments: dict, blas_threads) -> 
     target, context = _cached(_PAYLOADS, token, lambda: pickle.loads(payload))
     compile0 = _compile_seconds(target)
     t1 = time.perf_counter()
-    with _BUILD_LOCK, blas_thread_limit(blas_threads):  # the lock first: BLAS limits set and restored in turn
+    with PYTENSOR_LOCK, blas_thread_limit(blas_threads):  # the lock first: BLAS limits set and restored in turn
         record = fn(**context, **arguments)
     elapsed = time.perf_counter() - t1
     compiled = _compile_seconds(target) - compile0
