@@ -43,7 +43,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pmz"
 
 LAYERS = (
     ("utilities", ("pmz.version", "pmz.weights", "pmz.sample_diagnostics", "pmz.validate", "pmz.progress",
-                   "pmz.threads", "pmz.inference_data")),
+                   "pmz.threads", "pmz.inference_data", "pmz.interrupts")),
     ("model", ("pmz.model",)),
     ("families", ("pmz.families",)),
     ("kernels", ("pmz.kernels",)),

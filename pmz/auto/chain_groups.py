@@ -25,25 +25,30 @@ from dataclasses import replace
 import numpy as np
 
 from ..execution.executors import Task
+from ..interrupts import interrupts_as_keyboard
 from ..runners.pooling import split
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat, sample_posterior
 from .clock import local_deadline, wall_until
 
 __all__ = ["ChainChunks", "merge_draws", "append_draws"]
 
+_INTERRUPTED_CHAINS = "pmz: interrupted (Ctrl-C) while the default's chains ran"
+
 
 def _first_pass(target, starts, rng, n_draws, n_warmup, until, progress=None, progressbar=False):
     """One group's warm-up and first draws (a chunk's work; ``progress``: the warm-up's own report, when the one
     group runs here)."""
-    return sample_posterior(target, rng, starts=starts, n_chains=starts.shape[0], n_draws=n_draws,
-                            n_warmup=n_warmup, progress=progress, deadline=local_deadline(until))
+    with interrupts_as_keyboard(_INTERRUPTED_CHAINS):  # Ctrl-C inside a compiled function: the runner keeps count
+        return sample_posterior(target, rng, starts=starts, n_chains=starts.shape[0], n_draws=n_draws,
+                                n_warmup=n_warmup, progress=progress, deadline=local_deadline(until))
 
 
 def _more_draws(target, part, start, rng, n_more, until, min_draws, progressbar=False):
     """``n_more`` further draws of one group's chains from their states ``start`` (a chunk's work): the new draws
     only."""
-    return continue_sampling(target, part, rng, n_more, deadline=local_deadline(until), min_draws=min_draws,
-                             start=start)
+    with interrupts_as_keyboard(_INTERRUPTED_CHAINS):
+        return continue_sampling(target, part, rng, n_more, deadline=local_deadline(until), min_draws=min_draws,
+                                 start=start)
 
 
 def _header(draws: PosteriorDraws) -> PosteriorDraws:

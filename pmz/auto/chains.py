@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..runners.draw_trust import draws_from_posterior, finite_starts, peaks_outside
-from ..runners.modes import cluster_chains, fit_mode_components, mode_masses
+from ..runners.draw_trust import (MISSED_MASS, N_MISSED_SEARCH, PEAK_DECREMENT, draws_from_posterior, finite_starts,
+                                  peaks_outside)
+from ..runners.modes import cluster_chains, fit_mode_components, laplace_log_masses, mode_masses
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat
 
 __all__ = [
@@ -115,30 +116,37 @@ def stuck_chains(target, draws, rng) -> np.ndarray:
 def search_modes(target, prior, draws, rng):
     """Look for modes the chains missed (chains found several already): climb from :data:`N_MODE_SEARCH` exact
     prior draws (:func:`pmz.runners.draw_trust.peaks_outside`), and run one new chain from each peak in none of the
-    chains' clusters (as many draws as the others, the same step size and metric). Returns the draws with the new
-    chains appended and how many were added."""
+    chains' clusters (as many draws as the others, the same step size and metric; at most as many new chains as
+    there are chains). Returns the draws with the new chains appended, how many were added and how many such
+    peaks the climbs reached (before that cap)."""
     metric = np.asarray(draws.metric)
     scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
     found = peaks_outside(target, prior, draws, rng, N_MODE_SEARCH, scale)
     if found is None or found.shape[0] == 0:
-        return draws, 0
+        return draws, 0, 0
+    n_found = int(found.shape[0])
     found = found[: draws.n_chains]
-    k = found.shape[0]
+    return chains_at(target, draws, found, rng), found.shape[0], n_found
+
+
+def chains_at(target, draws, starts, rng):
+    """``draws`` with one new chain from each row of ``starts`` appended (as many draws as the others, the same step
+    size and metric; their group is group 0's)."""
+    k = starts.shape[0]
     empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
                     step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,
                     seconds=0.0, acceptance=0.0)
-    more = continue_sampling(target, empty, rng, draws.n_draws, start=found)
+    more = continue_sampling(target, empty, rng, draws.n_draws, start=starts)
     x = np.concatenate([draws.x, more.x])
     log_post = np.concatenate([draws.log_posterior, more.log_posterior])
     by_chain = None
     if draws.divergences_by_chain is not None and more.divergences_by_chain is not None:
         by_chain = np.concatenate([draws.divergences_by_chain, more.divergences_by_chain])
-    group = None if draws.group is None else np.concatenate([draws.group, np.zeros(k, dtype=int)])  # group 0's
-    merged = replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
-                     divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
-                     rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
-                     seconds=draws.seconds + more.seconds)
-    return merged, k
+    group = None if draws.group is None else np.concatenate([draws.group, np.zeros(k, dtype=int)])
+    return replace(draws, x=x, log_posterior=log_post, step_size=np.concatenate([draws.step_size, more.step_size]),
+                   divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
+                   rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
+                   seconds=draws.seconds + more.seconds)
 
 
 def sample_chains(context) -> ChainsFindings:
@@ -155,6 +163,7 @@ def sample_chains(context) -> ChainsFindings:
     clock.mark("posterior draws")
     findings = _drop_stuck(context, ChainsFindings(draws, own=options.posterior is None))
     findings = _second_pass(context, findings)
+    findings = _missed_by_agreeing_chains(context, findings)
     context.progress.close()
     return findings
 
@@ -203,4 +212,34 @@ def _second_pass(context, findings) -> ChainsFindings:
         draws = context.chain_groups.more(draws, context.streams.sample, 3 * draws.n_draws,
                                           deadline=clock.sampling_deadline)
         clock.mark(f"longer chains (slow mixing, split R-hat {draws.rhat:.3g})")
+    return replace(findings, draws=draws, n_modes=n_modes)
+
+
+def _missed_by_agreeing_chains(context, findings) -> ChainsFindings:
+    """pmz's own chains that agree may still all miss a mode (they start over the prior, but a basin few prior draws
+    fall in is easily missed): :data:`N_MISSED_SEARCH` exact prior draws climb the log density
+    (:func:`pmz.runners.draw_trust.peaks_outside`, 50 steps), and a peak in none of the chains' clusters whose
+    Laplace mass (:func:`pmz.runners.modes.laplace_log_masses`) is above :data:`MISSED_MASS` of the chains' own
+    Laplace mass gets a chain. The chains then disagree and the modes route weighs every mode. The same search as
+    for draws given as ``posterior=`` (:func:`pmz.runners.draw_trust.missed_mode`), independent of the chains'
+    draws."""
+    draws, options, clock = findings.draws, context.options, context.clock
+    if not findings.own or not draws.rhat <= options.max_rhat or clock.left() <= 0 or context.prior is None:
+        return findings
+    rng = context.streams.search.spawn(1)[0]
+    X = draws.x.reshape(-1, draws.x.shape[2])
+    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
+    found = peaks_outside(context.target, context.prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)),
+                          n_steps=50)
+    clock.mark(f"search for modes the chains miss ({N_MISSED_SEARCH} climbs from prior draws)")
+    if found is None or found.shape[0] == 0:
+        return findings
+    log_mass = laplace_log_masses(context.target, found, cov, max_decrement=PEAK_DECREMENT)
+    chains_mass = float(np.max(draws.log_posterior)) + 0.5 * np.linalg.slogdet(2.0 * np.pi * cov)[1]
+    missed = found[log_mass - chains_mass > np.log(MISSED_MASS)][: options.n_chains]
+    if not missed.shape[0]:
+        return findings
+    draws = chains_at(context.target, draws, missed, rng)
+    clock.mark(f"chains at {missed.shape[0]} modes the chains missed")
+    n_modes = separate_modes(draws, options.max_rhat) if not draws.rhat <= options.max_rhat else 0
     return replace(findings, draws=draws, n_modes=n_modes)

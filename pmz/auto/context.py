@@ -79,6 +79,8 @@ class AutoContext:
         pmz's own chains will provide the draws (no ``posterior=``).
     bridge : BridgeFindings or None
         What the bridge route found, where it handed over to the path route.
+    many_modes : str
+        Why the modes route handed over to the tempered route (modes that do not settle), "" where it did not.
     """
 
     def __init__(self, family, kernel, options, rng, progressbar, target, chunks=None):
@@ -99,6 +101,7 @@ class AutoContext:
             self.discrete_left = "" if self.summed is not None else discrete_left_reason(options.posterior is not None)
         self.own_chains = options.posterior is None
         self.restart, self.bridge, self._chains = None, None, None
+        self.many_modes = ""
 
     @cached_property
     def enumeration(self):
@@ -114,6 +117,15 @@ class AutoContext:
         from ..model.latent_gaussian import latent_split
 
         return latent_split(self.target)
+
+    @cached_property
+    def jumps(self) -> str:
+        """Where the log density jumps by a finite amount in a continuous free variable
+        (:func:`pmz.model.jumps.finite_jumps`), "" where it does not or the model is not a PyMC model."""
+        from ..model.jumps import finite_jumps
+
+        model = getattr(self.full_target, "model", None)
+        return finite_jumps(model) if getattr(self.full_target, "kind", None) == "pymc" and model is not None else ""
 
     @cached_property
     def prior(self):

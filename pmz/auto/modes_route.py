@@ -17,13 +17,15 @@ from __future__ import annotations
 from ..families import GeometricPath
 from ..reliability import assess
 from ..runners.draw_trust import untrusted_chains_reason
-from ..runners.modes import mode_reference
+from ..runners.modes import cluster_chains, mode_reference
 from .chains import N_MODE_SEARCH, search_modes
 from .contract import Named, Outcome
 from .importance_sampling import importance_from_reference
 from .smc_runs import equally_weighted_runs, smc_runs
 
-__all__ = ["ModesRoute", "defensive_prior"]
+__all__ = ["ModesRoute", "MANY_MODES", "defensive_prior"]
+
+MANY_MODES = 8  # peaks the search reaches beyond the chains' clusters, at least, before the modes count as unsettled
 
 
 class ModesRoute:
@@ -49,9 +51,14 @@ class ModesRoute:
                       f"chains, at most {options.max_rhat} within each mode)")
         else:
             reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=False)
-        if chains.own:
-            draws, n_new = search_modes(context.target, context.prior, draws, context.streams.search)
+        if chains.own and context.clock.left() > 0:
+            n_clusters = int(cluster_chains(draws.x).max()) + 1
+            draws, n_new, n_found = search_modes(context.target, context.prior, draws, context.streams.search)
             context.clock.mark(f"search for missed modes from {N_MODE_SEARCH} prior draws ({n_new} new chains)")
+            if n_found >= max(MANY_MODES, n_clusters):
+                context.many_modes = (f"{reason}; the modes do not settle: a search from {N_MODE_SEARCH} prior "
+                                      f"draws reached {n_found} peaks besides the chains' {n_clusters} clusters")
+                return Outcome(reason=context.many_modes)
             if n_new:
                 reason += f"; a search from {N_MODE_SEARCH} prior draws found {n_new} more and ran a chain in each"
         return _from_mixture(context, draws, reason)

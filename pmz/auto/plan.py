@@ -31,6 +31,7 @@ PLAN = (
     ImportanceRoute(),  # at most six coordinates: importance sampling from the posterior's peak
     TemperedRoute(),  # discrete variables that cannot be summed out, or chains that diverge: SMC from the prior
     ModesRoute(),  # chains that disagree: a mixture over their modes
+    TemperedRoute(after_modes=True),  # modes that do not settle (the modes route hands over): SMC from the prior
     BridgeRoute(),  # cross-fitted bridge sampling from a Gaussian fitted to the draws
     PathRoute(),  # a path from that Gaussian where the bridge's overlap is poor
 )

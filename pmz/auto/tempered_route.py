@@ -3,8 +3,11 @@ runs giving the se.
 
 It answers where nothing nearer the posterior can be trusted: discrete free variables with too many joint values to
 sum out (or draws given with them), and pmz's own chains with divergent transitions (their draws miss part of the
-posterior, e.g. a funnel's neck) while time is left. The estimate is corrected to the density as written
-(:func:`density_evidence`), so that every route answers the same question.
+posterior, e.g. a funnel's neck) while time is left; a log density that jumps by a finite amount in a continuous
+variable (:func:`pmz.model.jumps.finite_jumps`: a region behind a step up is invisible to gradients); and, as the
+plan's second entry, where the modes route found modes that do not settle (a product of double wells: more modes
+than any list of them). The estimate is corrected to the density as written (:func:`density_evidence`), so that
+every route answers the same question.
 """
 
 from __future__ import annotations
@@ -23,12 +26,20 @@ __all__ = ["TemperedRoute", "density_evidence"]
 
 
 class TemperedRoute:
-    """SMC from the prior (module docstring)."""
+    """SMC from the prior (module docstring). ``after_modes=True``: the plan's second entry, which applies only
+    where the modes route handed over because the modes do not settle (``context.many_modes``)."""
 
     name = "tempered"
 
+    def __init__(self, after_modes: bool = False):
+        self.after_modes = after_modes
+
     def applies(self, context) -> str:
+        if self.after_modes:
+            return "" if context.many_modes else "the modes route did not hand over"
         if context.discrete_left:
+            return ""
+        if context.jumps and context.own_chains:
             return ""
         if not context.own_chains:
             return "draws were given as posterior= (their sampler's divergences flag the result instead)"
@@ -48,9 +59,12 @@ class TemperedRoute:
         chains = {}
         if context.discrete_left:
             reason = f"discrete free variables {context.discrete_names} ({context.discrete_left})"
+        elif context.jumps and not context.many_modes:
+            reason = (f"{context.jumps}: gradient-based chains and climbs do not see across a jump, SMC's particles "
+                      "start everywhere the prior puts mass")
         else:
             draws = context.chains.draws
-            reason = untrusted_chains_reason(draws, context.options.max_rhat, own_chains=True)
+            reason = context.many_modes or untrusted_chains_reason(draws, context.options.max_rhat, own_chains=True)
             chains = dict(rhat=draws.rhat, divergences=draws.divergences,
                           n_posterior_draws=draws.n_chains * draws.n_draws)
         return Outcome(reason=reason, answer=answer, estimates=(answer,), counted=(answer,), result_record=record,

@@ -22,17 +22,23 @@ modes routes) read only the total.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["DiscreteEnumeration", "DiscreteSum", "discrete_enumeration", "discrete_sum", "discrete_support"]
+__all__ = ["DiscreteEnumeration", "DiscreteSum", "WindowedSum", "discrete_enumeration", "discrete_sum",
+           "discrete_support", "enumeration_refusal", "support_window", "windowed_sum"]
 
 MAX_CONFIGURATIONS = 1024
 MAX_STATES = 1 << 20  # a model with discrete variables only is summed exactly up to this many joint values
 WINDOW_TOLERANCE = 40.0  # nats: an unbounded support's window ends where its terms are this far below the largest
 _BLOCK = 1 << 14  # states per compiled density call when enumerating
-_MAX_VALUES = 4096  # a discrete entry with bounded support of more values than this is not enumerated
+_MAX_VALUES = 4096  # a discrete entry of more values than this is not summed out of a mixed model (discrete_sum)
+PROVEN_SHARE = 1e-12  # a windowed sum is exact where the mass beyond its windows is proven below this share of it
+UNRELIABLE_SHARE = 1e-3  # ... and unreliable where the mass beyond (bounded or estimated) may exceed this share
+SE_FLOOR = 1e-10  # the least se of a windowed sum without a proof (the grid cannot see a bump between its values)
+_MAX_EXACT_INTEGER = 2.0**52
 
 
 class _ContinuousLayout:
@@ -58,31 +64,55 @@ def discrete_support(layout) -> list | None:
 
 
 def discrete_enumeration(compiled, max_states: int = MAX_STATES):
-    """A model whose free variables are all discrete, summed exactly: ``log Z = logsumexp_k log p~(k)`` over every
-    joint value (a :class:`DiscreteEnumeration`), or None when there are more than ``max_states`` of them.
+    """A model whose free variables are all discrete, summed: ``log Z = logsumexp_k log p~(k)`` (a
+    :class:`DiscreteEnumeration`), or None (:func:`enumeration_refusal` says why).
 
-    Finite supports are enumerated whole. A single discrete variable of unbounded (or very large) support, such as a
-    Poisson count, is summed over a window of consecutive values grown from PyMC's initial point
-    (:func:`support_window`) until the terms at both ends are ``WINDOW_TOLERANCE`` nats below the largest and falling;
-    what lies beyond is taken as negligible, an assumption the result states."""
+    Bounded supports are enumerated whole when their joint values are at most ``max_states``, however many values one
+    variable has: the sum is exact. A single discrete variable of unbounded support, such as a Poisson count, is
+    summed over windows of consecutive values (:func:`windowed_sum`): one grown from PyMC's initial point, one around
+    each far mode a grid search finds; the mass beyond them is bounded where the model allows a proof
+    (:mod:`pmz.model.discrete_tails`) and estimated otherwise, and the result says which. A bounded support with more
+    than ``max_states`` values is not summed."""
     layout = compiled.layout
     if not layout.discrete_mask.all():
-        return None
-    support = discrete_support(layout)
-    window = None
-    if support is None:
-        if compiled.dim != 1:
-            return None
-        (low, high), = layout.discrete_bounds()
-        window = support_window(lambda k: _total(compiled, k[:, None]), compiled.initial_point()[0], low, high,
-                                max_states)
-        if window is None:
-            return None
-        support = [np.arange(window[0], window[1] + 1, dtype=float)]
-    sizes = np.array([s.size for s in support], dtype=float)
-    if np.prod(sizes) > max_states:
-        return None
-    return DiscreteEnumeration(compiled, support, window)
+        return _refuse(compiled, "not every free variable is discrete")
+    bounds = layout.discrete_bounds()
+    _, values = layout.discrete_sites()
+    if all(np.isfinite(low) and np.isfinite(high) for low, high in bounds):
+        sizes = np.array([high - low + 1 for low, high in bounds], dtype=float)
+        if np.prod(sizes) > max_states:
+            return _refuse(compiled, f"{np.prod(sizes):.4g} joint values of bounded supports, more than {max_states}")
+        support = [np.asarray(v, dtype=float) if v is not None else np.arange(low, high + 1, dtype=float)
+                   for v, (low, high) in zip(values, bounds)]
+        return DiscreteEnumeration(compiled, support)
+    if compiled.dim != 1:
+        return _refuse(compiled, "an unbounded support among several discrete variables (one unbounded count is "
+                                 "summed over windows; several are not)")
+    from .discrete_tails import grid_extras, prior_low, tail_certifier
+
+    (low, high), = bounds
+    low, certifier = prior_low(compiled, low), tail_certifier(compiled)
+    found = windowed_sum(lambda k: _total(compiled, k[:, None]), compiled.initial_point()[0], low, high,
+                         certifier=certifier, extra=grid_extras(compiled), max_states=max_states)
+    if isinstance(found, str):
+        return _refuse(compiled, found)
+    return DiscreteEnumeration(compiled, [found.values], window=found.span, log_terms=found.log_terms, tail=found)
+
+
+_REFUSALS = weakref.WeakKeyDictionary()
+
+
+def _refuse(compiled, why: str):
+    try:
+        _REFUSALS[compiled] = why
+    except TypeError:  # a model that cannot be weakly referenced: the generic reason stands
+        pass
+    return None
+
+
+def enumeration_refusal(compiled) -> str:
+    """Why :func:`discrete_enumeration` returned None for this model (its last call)."""
+    return _REFUSALS.get(compiled, f"more than {MAX_STATES} joint values, or an unbounded support too wide to sum")
 
 
 def _total(compiled, X) -> np.ndarray:
@@ -98,11 +128,18 @@ def support_window(log_f, centre, low, high, max_values: int = MAX_STATES, toler
     """``(lo, hi)``: consecutive integers around ``centre`` (within ``[low, high]``) outside which ``log_f`` is
     negligible: grown by doubling on each side until the end term is ``tolerance`` nats below the largest term and
     lower than its neighbour (or the end is the support's bound). None when that needs more than ``max_values``.
+    A window only: what lies beyond it is not looked at (:func:`windowed_sum` searches and bounds it).
 
     >>> from scipy import stats
     >>> support_window(lambda k: stats.poisson.logpmf(k, 1000.0), 1000.0, 0, np.inf)
     (231, 1769)
     """
+    grown = _grow_window(log_f, centre, low, high, max_values, tolerance, start)
+    return None if grown is None else grown[:2]
+
+
+def _grow_window(log_f, centre, low, high, max_values, tolerance=WINDOW_TOLERANCE, start=256):
+    """:func:`support_window` with its terms: ``(lo, hi, log_f(lo..hi))`` or None."""
     centre = float(np.clip(np.round(centre if np.isfinite(centre) else 0.0), low, high))
     lo, hi = max(low, centre - start), min(high, centre + start)
     terms = np.asarray(log_f(np.arange(lo, hi + 1, dtype=float)), dtype=float)
@@ -115,27 +152,166 @@ def support_window(log_f, centre, low, high, max_values: int = MAX_STATES, toler
         left_done = done(terms[0], terms[min(1, terms.size - 1)], top, lo <= low)
         right_done = done(terms[-1], terms[max(terms.size - 2, 0)], top, hi >= high)
         if left_done and right_done:
-            return int(lo), int(hi)
+            return int(lo), int(hi), terms
         width = hi - lo + 1
         if 2 * width > max_values:
             return None
-        if not left_done:
-            new_lo = max(low, lo - width)
-            terms = np.r_[np.asarray(log_f(np.arange(new_lo, lo, dtype=float)), dtype=float), terms]
-            lo = new_lo
-        if not right_done:
-            new_hi = min(high, hi + width)
-            terms = np.r_[terms, np.asarray(log_f(np.arange(hi + 1, new_hi + 1, dtype=float)), dtype=float)]
-            hi = new_hi
+        new_lo = lo if left_done else max(low, lo - width)
+        new_hi = hi if right_done else min(high, hi + width)
+        lo, hi, terms = _extend(log_f, (lo, hi, terms), new_lo, new_hi)
+
+
+def _extend(log_f, window, new_lo, new_hi):
+    """A window ``(lo, hi, terms)`` widened to ``new_lo..new_hi``, only the new values evaluated."""
+    lo, hi, terms = window
+    left = np.asarray(log_f(np.arange(new_lo, lo, dtype=float)), dtype=float) if new_lo < lo else np.empty(0)
+    right = np.asarray(log_f(np.arange(hi + 1, new_hi + 1, dtype=float)), dtype=float) if new_hi > hi else np.empty(0)
+    return int(new_lo), int(new_hi), np.r_[left, terms, right]
+
+
+def _merge(windows):
+    """Sorted disjoint windows: overlapping or adjacent ones joined (the terms of shared values are equal)."""
+    out = []
+    for lo, hi, terms in sorted(windows, key=lambda w: w[0]):
+        if out and lo <= out[-1][1] + 1:
+            plo, phi, pterms = out[-1]
+            if hi > phi:
+                pterms = np.r_[pterms, terms[phi + 1 - lo:]]
+            out[-1] = (plo, max(phi, hi), pterms)
+        else:
+            out.append((lo, hi, terms))
+    return out
+
+
+def _windows_text(windows) -> str:
+    return " and ".join(f"{lo}..{hi}" for lo, hi in windows)
+
+
+def _n_values(windows) -> int:
+    return int(sum(hi - lo + 1 for lo, hi, _ in windows))
+
+
+class WindowedSum:
+    """What :func:`windowed_sum` summed and what it may miss.
+
+    Attributes
+    ----------
+    windows : list of (int, int)
+        The summed windows, sorted and disjoint.
+    values, log_terms : ndarray
+        Their values and ``log f`` there.
+    far_modes : list of float
+        Grid values where the far-mode search found a mode outside the first window.
+    share : float
+        The mass outside the windows over the summed mass: a proven bound (``proven_bound``) or the grid's estimate.
+    proven_bound : bool
+        ``share`` is a proven bound (:class:`pmz.model.discrete_tails.TailCertifier`), not an estimate.
+    bound_words : str
+        What the bound rests on ("" for an estimate).
+    estimated_share : float
+        The grid's estimate of that share (:func:`pmz.model.discrete_tails.grid_estimate`), whether or not a bound
+        is proven.
+    """
+
+    def __init__(self, windows, far_modes, share, proven_bound, bound_words, estimated_share):
+        self.windows = [(lo, hi) for lo, hi, _ in windows]
+        self.values = np.concatenate([np.arange(lo, hi + 1, dtype=float) for lo, hi, _ in windows])
+        self.log_terms = np.concatenate([terms for _, _, terms in windows])
+        self.far_modes, self.share = far_modes, float(share)
+        self.proven_bound, self.bound_words = proven_bound, bound_words
+        self.estimated_share = float(estimated_share)
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.windows[0][0], self.windows[-1][1]
+
+    @property
+    def proven(self) -> bool:
+        """The mass beyond is proven below :data:`PROVEN_SHARE` of the sum."""
+        return self.proven_bound and self.share <= PROVEN_SHARE
+
+
+def windowed_sum(log_f, centre, low, high, *, certifier=None, extra=(), max_states: int = MAX_STATES):
+    """``sum f`` over windows of an unbounded support, with what lies beyond accounted for (a
+    :class:`WindowedSum`), or a string saying why it cannot be summed.
+
+    1. a window grown from ``centre`` (:func:`support_window`);
+    2. a far-mode search: ``log f`` on :func:`pmz.model.discrete_tails.far_grid` (and ``extra``); a grid value outside
+       the windows within ``WINDOW_TOLERANCE`` of the largest term gets a window of its own;
+    3. the mass outside the windows, over the summed mass: the ``certifier``'s proven bound, else the grid's estimate
+       (:func:`pmz.model.discrete_tails.grid_estimate`); while it is above :data:`PROVEN_SHARE` and each doubling
+       at least halves it, every window is doubled (within ``max_states`` values in all)."""
+    from .discrete_tails import far_grid, grid_estimate
+
+    first = _grow_window(log_f, centre, low, high, max_states)
+    if first is None:
+        return f"the window around PyMC's initial point ({centre:g}) needs more than {max_states} values"
+    grid = far_grid(low, high, centre, extra)
+    grid_terms = np.asarray(log_f(grid), dtype=float)
+    found = _far_modes(log_f, [first], grid, grid_terms, (low, high), max_states)
+    if isinstance(found, str):
+        return found
+    windows, far = found
+    last = np.inf
+    while True:
+        log_z = float(logsumexp(np.concatenate([t for _, _, t in windows])))
+        log_bound = np.inf if certifier is None else certifier.log_outside(windows) - log_z
+        log_estimate = grid_estimate(grid, grid_terms, windows, low, high) - log_z
+        target = log_bound if certifier is not None else log_estimate
+        improving = not np.isfinite(last) or target < last - np.log(2.0)  # a doubling that does not halve it: stop
+        wider = _doubled(log_f, windows, low, high) if target > np.log(PROVEN_SHARE) and improving else None
+        last = target
+        if wider is None or _n_values(wider) > max_states or _n_values(wider) == _n_values(windows):
+            proven = bool(np.isfinite(log_bound))
+            words = certifier.describe() if proven else ""
+            return WindowedSum(windows, far, np.exp(log_bound if proven else log_estimate), proven, words,
+                               np.exp(log_estimate))
+        windows = wider
+
+
+def _doubled(log_f, windows, low, high):
+    """Every window widened by its own width on each side (within ``[low, high]``), merged."""
+    return _merge([_extend(log_f, w, max(low, w[0] - (w[1] - w[0] + 1)), min(high, w[1] + (w[1] - w[0] + 1)))
+                   for w in windows])
+
+
+def _far_modes(log_f, windows, grid, grid_terms, bounds, max_states, max_modes: int = 8):
+    """``(windows, far modes)``: a window around each grid value outside the windows whose term is within
+    ``WINDOW_TOLERANCE`` of the largest, largest first; or why that cannot be summed."""
+    low, high = bounds
+    far = []
+    for _ in range(max_modes):
+        top = max(float(np.max(t)) for _, _, t in windows)
+        candidate = _outside(grid, windows) & (grid_terms > top - WINDOW_TOLERANCE)
+        if not candidate.any():
+            return windows, far
+        k = float(grid[candidate][np.argmax(grid_terms[candidate])])
+        if abs(k) > _MAX_EXACT_INTEGER:
+            return (f"the summand has a far mode near k = {k:.4g} (log term {grid_terms[grid == k][0]:.4g}), beyond "
+                    "the integers a float holds exactly")
+        window = _grow_window(log_f, k, low, high, max_states - _n_values(windows))
+        if window is None:
+            return (f"the summand has a far mode near k = {k:.4g} (log term {grid_terms[grid == k][0]:.4g} against "
+                    f"{top:.4g} in the first window) whose window needs more than the {max_states} values the sum "
+                    "may take")
+        windows, far = _merge(windows + [window]), far + [k]
+    return f"the summand has more than {max_modes} far modes"
+
+
+def _outside(values, windows) -> np.ndarray:
+    hit = np.zeros(np.shape(values), dtype=bool)
+    for lo, hi, _ in windows:
+        hit |= (values >= lo) & (values <= hi)
+    return ~hit
 
 
 class DiscreteEnumeration:
-    """Every joint value of a model's discrete free variables and its ``log p~``: ``log Z`` exactly, and exact
-    posterior draws.
+    """Every summed joint value of a model's discrete free variables and its ``log p~``: ``log Z``, its se and its
+    proof, and exact posterior draws over the summed values.
 
     Joint value ``s`` has coordinate ``i`` equal to ``support[i][(s // r_i) mod n_i]`` with ``r_i`` the product of the
     sizes after ``i`` (the order of ``itertools.product``). The densities are evaluated in blocks of ``_BLOCK`` rows,
-    one compiled call each; only the ``log p~`` of each value is kept.
+    one compiled call each (unless ``log_terms`` are given); only the ``log p~`` of each value is kept.
 
     Attributes
     ----------
@@ -143,22 +319,58 @@ class DiscreteEnumeration:
     log_z : float
         ``logsumexp(log_terms)``.
     window : (int, int) or None
-        The window of an unbounded support (:func:`support_window`), None when every support is finite.
+        The span of the windows of an unbounded support (:func:`windowed_sum`), None when every support is finite.
+    tail : WindowedSum or None
+        What the windows may miss, None when every support is summed whole.
+    proof : str
+        Why ``log_z`` is exact ("" where it is not: the mass beyond the windows is estimated, or bounded too loosely).
+    log_z_se : float
+        0 with a proof; else ``log(1 + share)``, ``share`` the mass beyond over the summed mass (at least
+        :data:`SE_FLOOR`).
+    unreliable : str
+        Why the sum cannot be trusted ("" when it can): the mass beyond may exceed :data:`UNRELIABLE_SHARE`.
     """
 
-    def __init__(self, compiled, support, window=None):
+    def __init__(self, compiled, support, window=None, log_terms=None, tail=None):
         self.compiled = compiled
         self.support = [np.asarray(s, dtype=float) for s in support]
-        self.window = window
+        self.window, self.tail = window, tail
         sizes = np.array([s.size for s in self.support], dtype=np.int64)
         self._radix = np.r_[np.cumprod(sizes[::-1])[::-1][1:], 1].astype(np.int64)
         self._sizes = sizes
         self.n_states = int(np.prod(sizes))
-        self.log_terms = np.concatenate([
-            _total(compiled, self.states(np.arange(start, min(start + _BLOCK, self.n_states))))
-            for start in range(0, self.n_states, _BLOCK)
-        ])
+        if log_terms is None:
+            log_terms = np.concatenate([
+                _total(compiled, self.states(np.arange(start, min(start + _BLOCK, self.n_states))))
+                for start in range(0, self.n_states, _BLOCK)
+            ])
+        self.log_terms = np.asarray(log_terms, dtype=float)
         self.log_z = float(logsumexp(self.log_terms))
+
+    @property
+    def proof(self) -> str:
+        if self.tail is None:
+            return "a finite sum over every joint value of the whole support"
+        if not self.tail.proven:
+            return ""
+        return (f"a finite sum over {_windows_text(self.tail.windows)} and a bound on the rest below "
+                f"{max(self.tail.share, 1e-300):.1e} of the summed mass (proven: {self.tail.bound_words})")
+
+    @property
+    def log_z_se(self) -> float:
+        if self.proof:
+            return 0.0
+        return max(float(np.log1p(self.tail.share)), SE_FLOOR)
+
+    @property
+    def unreliable(self) -> str:
+        """Why the sum is not to be trusted: the mass beyond may exceed :data:`UNRELIABLE_SHARE` of the sum."""
+        tail = self.tail
+        if tail is None or tail.proven or tail.estimated_share <= UNRELIABLE_SHARE:
+            return ""
+        return (f"the mass of the count beyond the summed values {_windows_text(tail.windows)} is estimated at "
+                f"{tail.estimated_share:.2g} of the summed mass: wider windows (at most {MAX_STATES} values) do not "
+                "shrink it")
 
     def states(self, index) -> np.ndarray:
         """Joint values ``(len(index), dim)`` of the given state numbers."""

@@ -19,10 +19,14 @@ How ``P`` is found: for a quadratic ``f`` the gradient is affine in ``x``, so ``
 exactly (up to round-off). One batched gradient call on the ``m + 1`` points ``x0, x0 + e_1, ..., x0 + e_m``
 gives ``P(theta)``; a batch of hyperparameters is one call on ``B (m + 1)`` points.
 
-Nothing is assumed: every ``theta`` carries its own certificate. The conditional draw ``x_hat + L^{-T} z``
-(``P = L L'``, ``z ~ N(0, I)``) is evaluated with ``x_hat``, and the values must obey the quadratic's identities
-``f(x_hat + d) = f(x_hat) - |z|^2 / 2``, ``g(x_hat) = 0`` and ``g(x_hat + d) = -P d`` to round-off, and ``P``
-must be symmetric positive definite. A model that is not quadratic in its latents fails at the first ``theta``.
+That ``f`` is quadratic in ``x`` is a property of the model, proven from its PyTensor graph before this module
+is used (:mod:`pmz.model.quadratic_proof`: a degree analysis, refusing ``abs``, ``exp``, switches and comparisons
+of the latents and anything of degree above 2); values at points cannot prove it (``|x|`` is quadratic in every
+orthant). Given the proof, ``P`` is constant in ``x`` and the only open question is whether it is symmetric
+positive definite at each ``theta``, which is checked here. The probes stay as a second check: the conditional
+draw ``x_hat + L^{-T} z`` (``P = L L'``, ``z ~ N(0, I)``) is evaluated with ``x_hat``, and the values must obey the
+quadratic's identities ``f(x_hat + d) = f(x_hat) - |z|^2 / 2``, ``g(x_hat) = 0`` and ``g(x_hat + d) = -P d`` to
+round-off. They catch a structure of ``P`` learnt wrong, or round-off too large to trust, at every ``theta``.
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ def latent_split(target) -> LatentSplit | None:
     hyperparameter (no latents) where the model has at most :data:`MAX_HYPER` coordinates and fewer than
     :data:`MIN_LATENT` latent ones; None when the model is not a PyMC model, has discrete variables, or else fewer
     than :data:`MIN_LATENT` or more than :data:`MAX_LATENT` latent or more than :data:`MAX_HYPER` hyperparameter
-    coordinates. Whether ``f`` is quadratic in the latents is checked by :class:`ConditionalGaussian` at every
+    coordinates. Whether ``f`` is quadratic in the latents is proven from the graph
+    (:func:`pmz.model.quadratic_proof.quadratic_proof`) and probed by :class:`ConditionalGaussian` at every
     hyperparameter value, not here."""
     model = getattr(target, "model", None)
     layout = getattr(target, "layout", None)

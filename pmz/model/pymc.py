@@ -33,6 +33,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 
 import pymc as pm
 
+from ..interrupts import interrupts_as_keyboard
 from .backend import ONE_SHOT_MODE, CompileClock, backend_name, quiet_blas_link_warning, resolve_mode
 from .graphs import checks_to_switches, constrained_graph, unconstrained_graph
 from .inspection import default_block_size, improper_prior_names, non_finite_observed_names, observed_values
@@ -271,12 +272,13 @@ class CompiledModel:
         if X.ndim != 2 or X.shape[1] != self.dim:
             raise ValueError(f"particles must have shape (n, {self.dim}), got {X.shape}")
         n = X.shape[0]
-        if n <= self.block_size:
-            return [np.asarray(o) for o in fn(X, *extra)]
-        outs = [[] for _ in range(n_out)]
-        for start in range(0, n, self.block_size):
-            for store, o in zip(outs, fn(X[start : start + self.block_size], *extra)):
-                store.append(np.array(o))
+        with interrupts_as_keyboard():  # Ctrl-C inside a Numba-compiled function: a KeyboardInterrupt, not SystemError
+            if n <= self.block_size:
+                return [np.asarray(o) for o in fn(X, *extra)]
+            outs = [[] for _ in range(n_out)]
+            for start in range(0, n, self.block_size):
+                for store, o in zip(outs, fn(X[start : start + self.block_size], *extra)):
+                    store.append(np.array(o))
         return [np.concatenate(o) for o in outs]
 
     def _watch(self, X, lp, ll):
@@ -362,7 +364,8 @@ class CompiledModel:
             batched = vectorize_graph([named[n] for n in self._constrained_names], replace={self._x: self._X})
             self._fn_constrained = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
         X = np.ascontiguousarray(X, dtype=np.float64)
-        values = self._fn_constrained(X)
+        with interrupts_as_keyboard():
+            values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
 
     def from_constrained(self, draws: dict) -> np.ndarray:
@@ -383,7 +386,8 @@ class CompiledModel:
         n = {v.shape[0] for v in values}
         if len(n) != 1:
             raise ValueError(f"pmz: the draws of different variables have different counts {sorted(n)}")
-        X = np.asarray(self._fn_unconstrained(*values), dtype=np.float64)
+        with interrupts_as_keyboard():
+            X = np.asarray(self._fn_unconstrained(*values), dtype=np.float64)
         if X.shape[1:] != (self.dim,):
             raise ValueError(f"pmz: the draws map to shape {X.shape}, expected (n, {self.dim}); check their shapes")
         return X

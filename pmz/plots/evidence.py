@@ -150,6 +150,10 @@ def plot_work(result, *, bins: int = 40, ax=None, colors=("C0", "C1"), alpha: fl
         proof = None if stats is None else stats.attrs.get("proof")
         if proof:
             return _plot_exact(ax, result, proof, truth, title if title is not None else f"An exact answer ({what})")
+        reason = None if stats is None else stats.attrs.get("route_reason")
+        if route == "sum" and reason:  # a sum over a window whose tail is estimated, not proven: log Z +- se
+            return _plot_exact(ax, result, reason, truth, title if title is not None else f"A sum ({what})",
+                               exact=False)
         raise ValueError("pmz: this result has no work group (methods 'ais', 'bar', 'bridge', ... have one)")
     work = get_group(result, "work")
     log_z0 = float(work.attrs.get("log_z0", 0.0))
@@ -209,16 +213,20 @@ def _plot_reweighted(ax, w_f, edges, color, alpha):
             label=f"forward reweighted by $e^{{-W}}$ (what the target sees; ESS {ess:.0f} of {w_f.size})")
 
 
-def _plot_exact(ax, result, proof, truth, heading):
-    """An exact answer: log Z (se 0) and why it is exact."""
+def _plot_exact(ax, result, proof, truth, heading, exact=True):
+    """An exact answer: log Z (se 0) and why it is exact; with ``exact=False``, a sum whose tail is estimated:
+    log Z, its se as a band, and the route's reason."""
     import textwrap
 
-    log_z = float(result.log_z)
-    ax.axvline(log_z, color="k", lw=1.5, label=f"$\\log Z$ = {log_z:.6g} (exact, se 0)")
+    log_z, se = float(result.log_z), float(result.log_z_se)
+    what = "exact, se 0" if exact else f"se {se:.2g}"
+    ax.axvline(log_z, color="k", lw=1.5, label=f"$\\log Z$ = {log_z:.6g} ({what})")
+    if not exact and se > 0:
+        ax.axvspan(log_z - 2 * se, log_z + 2 * se, color="0.85", label="$\\pm$ 2 se")
     if truth is not None:
         ax.axvline(float(truth), color="k", ls="--", lw=1.2, label=f"exact: {float(truth):.6g}")
-    ax.text(0.02, 0.5, "\n".join(textwrap.wrap(f"exact: {proof}", 50)), transform=ax.transAxes, va="center",
-            fontsize="small")
+    text = f"exact: {proof}" if exact else proof
+    ax.text(0.02, 0.5, "\n".join(textwrap.wrap(text, 50)), transform=ax.transAxes, va="center", fontsize="small")
     ax.set_yticks([])
     _plain_ticks(ax)
     ax.set_xlabel("$\\log Z$ " + NATS)

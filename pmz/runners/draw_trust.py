@@ -21,7 +21,7 @@ import numpy as np
 
 from ..model.pymc import ModelSpecificationError
 from ..records import DrawsTrust
-from .modes import climb, cluster_chains, new_modes
+from .modes import climb, cluster_chains, laplace_log_masses, new_modes
 from .posterior_hmc import PosteriorDraws, WarmupNotes, dispersed_starts, log_posterior_and_grad, max_split_rhat
 from .draws_check import mismatch_reason
 from .starts import divergences_in, divergences_reason, posterior_to_flat, too_many_divergences
@@ -140,8 +140,6 @@ def missed_mode(target, prior, draws, rng, log_z) -> str:
     a Newton decrement ``g' Sigma g`` of at most :data:`PEAK_DECREMENT` (the quadratic model's top within a nat).
     A climb stopped on a slope (a funnel's neck, where 50 steps keep going towards a small scale) is no mode: on a
     bambi model with a group-level intercept it gave "about 97% of the mass" at points of gradient 10-160."""
-    from ..model.reference import curvature_reference
-
     if not np.isfinite(log_z):
         return ""
     X = draws.x.reshape(-1, draws.x.shape[2])
@@ -149,16 +147,11 @@ def missed_mode(target, prior, draws, rng, log_z) -> str:
     found = peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
     if found is None or found.shape[0] == 0:
         return ""
-    lp, ll, glp, gll = target.log_densities_and_grads(found)
-    shares = []
-    for peak, height, grad in zip(found, lp + ll, glp + gll):
-        curved = curvature_reference(target, peak, cov)
-        if curved is None or not float(grad @ curved.cov @ grad) <= PEAK_DECREMENT:
-            continue  # not a peak: a saddle, a ridge or a slope the climb did not finish
-        log_mass = float(height) + 0.5 * np.linalg.slogdet(2.0 * np.pi * np.atleast_2d(curved.cov))[1]
-        shares.append(np.exp(log_mass - np.logaddexp(log_z, log_mass)))
-    if not shares:
+    log_mass = laplace_log_masses(target, found, cov, max_decrement=PEAK_DECREMENT)
+    log_mass = log_mass[np.isfinite(log_mass)]  # points that are no peak: a saddle, a ridge, an unfinished slope
+    if not log_mass.size:
         return ""
+    shares = np.exp(log_mass - np.logaddexp(log_z, log_mass))
     best = int(np.argmax(shares))
     if not shares[best] > MISSED_MASS:
         return ""

@@ -34,11 +34,15 @@ from scipy.stats import norm
 from ..inference_data import ess_bulk
 from ..records import DrawsCheck
 
-__all__ = ["check_draws", "mismatch_reason", "chain_ess", "ALPHA", "MIN_EFFECT", "critical_z"]
+__all__ = ["check_draws", "mismatch_reason", "chain_ess", "ALPHA", "MIN_EFFECT", "critical_z", "MIN_DISTINCT",
+           "unmoved_draws_reason", "coordinate_name"]
 
 ALPHA = 1e-3  # family-wise false-alarm level of the 2 d tests for independent draws (Bonferroni)
 MIN_EFFECT = 0.2  # an effect below this (a fifth of a posterior sd, a spread ~10% off) is not flagged
 MIN_DRAWS = 20
+#: a continuous coordinate needs at least this many distinct values among the draws (the Stein check's MIN_DRAWS):
+#: fewer is a single draw, a stuck chain, or too few draws to test or to estimate from
+MIN_DISTINCT = MIN_DRAWS
 
 
 def critical_z(dim: int) -> float:
@@ -90,7 +94,8 @@ def check_draws(compiled, X, chain, rng: np.random.Generator | None = None, *,
     sd = Xc.std(axis=0)
     rows = []  # (|z|, effect, se, coordinate, kind)
     for j in range(cont.size):
-        if not sd[j] > 0:
+        if not np.ptp(Xc[:, j]) > 0:  # never moved: no posterior of a continuous variable gives that
+            rows.append((np.inf, 1.0, 0.0, j, "constant"))
             continue
         loc, loc_se = _mean_and_se(G[:, j] * sd[j], chain)
         scale, scale_se = _mean_and_se((Xc[:, j] - Xc[:, j].mean()) * G[:, j], chain)
@@ -122,7 +127,7 @@ def _probe_neighbourhood(compiled, X, cont, rng) -> None:
     compiled.log_densities_once(moved)
 
 
-def _coordinate_name(compiled, i: int) -> str:
+def coordinate_name(compiled, i: int) -> str:
     """``beta[2]`` (the variable and, for a vector, the coordinate's place in it) for flat coordinate ``i``."""
     for block in compiled.layout.blocks:
         if block.start <= i < block.stop:
@@ -133,7 +138,11 @@ def _coordinate_name(compiled, i: int) -> str:
 
 def _reason(compiled, cont, worst, n_flagged: int, option: str, z_crit: float) -> str:
     z, effect, se, j, kind = worst
-    name = _coordinate_name(compiled, int(cont[j]))
+    name = coordinate_name(compiled, int(cont[j]))
+    if kind == "constant":
+        return (f"the {option} draws do not look like draws of this model's posterior: {name} never moves (every "
+                "draw holds the same value: a stuck chain)" + (f"; {n_flagged - 1} more test(s) failed"
+                                                              if n_flagged > 1 else ""))
     if kind == "location":
         what = (f"{name} sits about {abs(effect):.2f} posterior sd {'below' if effect > 0 else 'above'} where this "
                 f"model's posterior puts it (mean gradient of log p times sd: {effect:.3f} +- {se:.3f}, 0 for "
@@ -159,3 +168,47 @@ def mismatch_reason(reason: str, source: str) -> str:
     else:
         advice = f"the sampler ({source}) may not have converged: draw longer or check its diagnostics"
     return f"{reason}; {advice}"
+
+
+def unmoved_draws_reason(compiled, X, chain, option: str = "posterior") -> str:
+    """Why flat draws ``X (n, dim)`` (chain of each in ``chain``) cannot be estimated from, "" when they can.
+
+    Draws of a continuous posterior take a new value at every accepted move, so each continuous coordinate of
+    healthy draws holds many distinct values. Refused, naming the coordinate and what to pass instead:
+
+    * fewer than :data:`MIN_DISTINCT` draws in all (a single draw);
+    * a chain of two or more draws that never changes a continuous coordinate (a stuck chain);
+    * a continuous coordinate with fewer than :data:`MIN_DISTINCT` distinct values over all draws (one repeated
+      value, chains each stuck at one point, or a handful of values repeated).
+
+    Discrete coordinates repeat by nature and are not read."""
+    X = np.asarray(X, dtype=float)
+    chain = np.asarray(chain)
+    advice = ("pass the draws of a sampler that moved (pm.sample's result, e.g. 1000 draws from each of 2 or more "
+              f"chains), or leave {option}= out (pmz then makes its own draws)")
+    if X.shape[0] < MIN_DISTINCT:
+        return (f"pmz: {X.shape[0]} draw(s) given as {option}= are too few to check or to estimate from (at least "
+                f"{MIN_DISTINCT} needed); {advice}")
+    cont = np.flatnonzero(~np.asarray(compiled.layout.discrete_mask, dtype=bool))
+    if not cont.size:
+        return ""
+    Xc = X[:, cont]
+    ids, first = np.unique(chain, return_index=True)
+    for c in ids[np.argsort(first)]:
+        rows = Xc[chain == c]
+        stuck = np.flatnonzero(np.ptp(rows, axis=0) == 0) if rows.shape[0] > 1 else []
+        if len(stuck):
+            name = coordinate_name(compiled, int(cont[stuck[0]]))
+            which, drop = (f"chain {c} of the draws", "drop that chain (e.g. idata.posterior.sel(chain=[...])) or "
+                           ) if ids.size > 1 else ("the draws", "")
+            return (f"pmz: {which} given as {option}= never moves: all its {rows.shape[0]} draws of {name} are "
+                    f"{rows[0, stuck[0]]:.6g} (a stuck chain; {len(stuck)} of {cont.size} continuous coordinate(s) "
+                    f"never move); {drop}{advice}")
+    distinct = 1 + (np.diff(np.sort(Xc, axis=0), axis=0) != 0).sum(axis=0)
+    few = int(np.argmin(distinct))
+    if distinct[few] < MIN_DISTINCT:
+        name = coordinate_name(compiled, int(cont[few]))
+        return (f"pmz: the {X.shape[0]} draws given as {option}= hold only {distinct[few]} distinct value(s) of "
+                f"{name} (at least {MIN_DISTINCT} needed): draws of a continuous posterior that barely moved "
+                f"cannot tell where its mass lies; {advice}")
+    return ""

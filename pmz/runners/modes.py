@@ -132,6 +132,24 @@ def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_dens
     return points[best]
 
 
+def laplace_log_masses(compiled, peaks, cov, *, max_decrement: float = 2.0) -> np.ndarray:
+    """Laplace log masses ``log p~(peak) + log det(2 pi Sigma) / 2`` of climbed points, ``Sigma`` the inverse
+    curvature there (:func:`pmz.model.reference.curvature_reference`, measured along ``cov``'s Cholesky factor);
+    ``-inf`` where the point is no peak: the curvature not positive definite, or a Newton decrement
+    ``g' Sigma g`` above ``max_decrement`` (a slope the climb did not finish, e.g. a funnel's neck)."""
+    from ..model.reference import curvature_reference
+
+    peaks = np.atleast_2d(peaks)
+    lp, ll, glp, gll = compiled.log_densities_and_grads(peaks)
+    out = np.full(peaks.shape[0], -np.inf)
+    for i, (peak, height, grad) in enumerate(zip(peaks, lp + ll, glp + gll)):
+        curved = curvature_reference(compiled, peak, cov)
+        if curved is None or not float(grad @ curved.cov @ grad) <= max_decrement or not np.isfinite(height):
+            continue
+        out[i] = float(height) + 0.5 * np.linalg.slogdet(2.0 * np.pi * np.atleast_2d(curved.cov))[1]
+    return out
+
+
 def _shrunk_covariance(X) -> np.ndarray:
     """Sample covariance shrunk towards its diagonal by ``lambda = min(1, dim / n)``: well conditioned with few
     draws per dimension, the sample covariance when there are many."""

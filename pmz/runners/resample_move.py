@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..interrupts import as_interrupt, is_interrupt
 from ..model.target import count_evaluations
 from ..progress import progress_bar
 from ..records import RunNotes, SMCRecord
@@ -227,9 +228,13 @@ def smc_runs(
             n_rows = len(rows)
             try:
                 state = _one_run(sequence, stream, settings, run=run, rows=rows, bar=bar, max_stages=max_stages)
-            except KeyboardInterrupt:  # Ctrl-C: keep the finished runs (pmz.evidence flags the result as partial)
-                if not (finals and keep_on_interrupt):
+            except (KeyboardInterrupt, SystemError) as err:  # Ctrl-C: keep the finished runs (flagged partial)
+                if not is_interrupt(err):
                     raise
+                if not (finals and keep_on_interrupt):
+                    if isinstance(err, KeyboardInterrupt):
+                        raise
+                    raise as_interrupt(err, f"pmz: interrupted (Ctrl-C) during SMC run {i + 1}") from err
                 del rows[n_rows:]
                 interrupted = f"interrupted (Ctrl-C) after {len(finals)} of {len(streams)} SMC runs"
                 break

@@ -24,9 +24,10 @@ import numpy as np
 import xarray as xr
 
 from ..inference_data import get_group, group_names, is_inference_data, posterior_group
+from ..interrupts import is_interrupt
 from ..threads import PYTENSOR_LOCK
 from ..weights import systematic_resample
-from .draws_check import chain_ess, check_draws, mismatch_reason
+from .draws_check import chain_ess, check_draws, mismatch_reason, unmoved_draws_reason
 
 __all__ = [
     "posterior_to_flat",
@@ -201,12 +202,15 @@ def evenly_spaced(total: int, n: int) -> np.ndarray:
     return np.round(np.linspace(0, total - 1, n)).astype(int)
 
 
-def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str = "posterior"):
+def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str = "posterior",
+                      check_moved: bool = True):
     """Flat unconstrained particles from posterior draws, thinned evenly to at most ``n``.
 
     The draws are checked first: every free variable present, one draw of each with the variable's shape, finite
-    values inside the variable's support; the errors name the variable and ``option`` (the argument the draws
-    came in, ``"posterior"`` or ``"reverse_start"``).
+    values inside the variable's support, and (``check_moved``) draws that moved: enough of them, no chain stuck,
+    enough distinct values of every continuous coordinate (:func:`pmz.runners.draws_check.unmoved_draws_reason`);
+    the errors name the variable and ``option`` (the argument the draws came in, ``"posterior"`` or
+    ``"reverse_start"``).
 
     Parameters
     ----------
@@ -217,6 +221,8 @@ def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str 
         Keep at most this many draws (evenly spaced, all chains).
     option : str
         The name of the argument the draws were given as, for error messages.
+    check_moved : bool
+        Refuse draws that never moved (False for draws pmz made itself, whose own checks flag them).
 
     Returns
     -------
@@ -228,14 +234,19 @@ def posterior_to_flat(compiled, posterior, n: int | None = None, *, option: str 
     if values is not None:  # stored in the value space itself: used as they are, no transform round trip
         X, chain = values
         keep = evenly_spaced(chain.size, chain.size if n is None else min(n, chain.size))
-        return X[keep], chain[keep]
-    draws, chain = _named_draws(compiled, _posterior_group(posterior, option), option)
-    total = chain.size
-    keep = evenly_spaced(total, total if n is None else min(n, total))
-    kept = {name: v[keep] for name, v in draws.items()}
-    X = compiled.from_constrained(kept)
-    _check_support(compiled, X, kept, option)
-    return X, chain[keep]
+        X, chain = X[keep], chain[keep]
+    else:
+        draws, chain = _named_draws(compiled, _posterior_group(posterior, option), option)
+        total = chain.size
+        keep = evenly_spaced(total, total if n is None else min(n, total))
+        kept = {name: v[keep] for name, v in draws.items()}
+        X, chain = compiled.from_constrained(kept), chain[keep]
+        _check_support(compiled, X, kept, option)
+    if check_moved:
+        unmoved = unmoved_draws_reason(compiled, X, chain, option)
+        if unmoved:
+            raise ValueError(unmoved)
+    return X, chain
 
 
 def _value_space_draws(compiled, posterior, option: str):
@@ -325,6 +336,10 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
                 "pmz: pm.sample was interrupted (Ctrl-C) before its first draw; nothing was estimated"
             ) from err
         raise
+    except SystemError as err:  # Ctrl-C inside a compiled function, which pm.sample does not catch
+        if not is_interrupt(err):
+            raise
+        raise SamplingInterrupted("pmz: pm.sample was interrupted (Ctrl-C); nothing was estimated") from err
     finally:
         logger.setLevel(level)
     post = posterior_group(idata)
@@ -336,7 +351,7 @@ def nuts_draws(compiled, n: int, rng: np.random.Generator, *, chains: int = 2, t
             "the exception's .idata holds them (pass them as posterior= to use them anyway)",
             idata,
         )
-    X, chain = posterior_to_flat(compiled, idata)
+    X, chain = posterior_to_flat(compiled, idata, check_moved=False)  # the Stein check flags a stuck chain
     return X[:n], chain[:n], idata
 
 

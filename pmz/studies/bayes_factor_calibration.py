@@ -46,6 +46,7 @@ from .. import inference_data as _idata
 from ..api import build_options, evidence
 from ..execution.executors import executor_name
 from ..execution.streams import seed_label, seeded_streams
+from ..interrupts import as_interrupt, is_interrupt
 from ..model.pymc import ModelSpecificationError
 from ..progress import progress_bar
 from ..registry import METHODS
@@ -306,14 +307,41 @@ def _check_n_sims(n_sims) -> int:
     return int(n_sims)
 
 
+def _is_cast(value) -> bool:
+    """Whether ``value`` is an elementwise dtype cast (PyMC casts a float container for integer data)."""
+    from pytensor.scalar.basic import Cast
+    from pytensor.tensor.elemwise import Elemwise
+
+    op = value.owner.op if value.owner is not None else None
+    return isinstance(op, Elemwise) and isinstance(op.scalar_op, Cast)
+
+
 def _data_containers(name, model) -> dict:
-    """``{observed variable name: its pm.Data shared variable}``; a clear error where the data are a constant."""
+    """``{observed variable name: its pm.Data shared variable}``: the observed data must be the container itself
+    (or PyMC's dtype cast of it), so that a simulated data set set into the container is the observed data. A
+    clear error where the data are a constant, or a transformation of a container (``observed=pt.exp(y_data)``:
+    the simulated y would be written where log y belongs, and every evidence computed on the wrong data)."""
+    from ..model.graphs import graph_inputs
+
     out = {}
     for rv in model.observed_RVs:
         value = model.rvs_to_values[rv]
-        if not isinstance(value, SharedVariable) and value.owner is not None and len(value.owner.inputs) == 1:
+        if not isinstance(value, SharedVariable) and _is_cast(value) and isinstance(value.owner.inputs[0],
+                                                                                   SharedVariable):
             value = value.owner.inputs[0]  # integer data: PyMC casts the container
         if not isinstance(value, SharedVariable):
+            shared = [v for v in graph_inputs([value]) if isinstance(v, SharedVariable)]
+            if shared:
+                op = type(value.owner.op.scalar_op if hasattr(value.owner.op, "scalar_op") else value.owner.op)
+                raise ModelSpecificationError(
+                    f"pmz.calibrate_bayes_factors: the observed data of {rv.name!r} in model {name!r} are a "
+                    f"transformation ({op.__name__}) of the data container {shared[0].name!r}, not the container "
+                    "itself, so a simulated data set cannot be set into the model (it would be written where the "
+                    "transformed data belong). Pass the container directly, with the data on the scale the "
+                    f"likelihood reads: pm.Normal({rv.name!r}, ..., observed=pm.Data({rv.name + '_data'!r}, y)), "
+                    "and move the transformation into the model (e.g. a LogNormal likelihood instead of "
+                    "observed=pt.exp(log_y))."
+                )
             raise ModelSpecificationError(
                 f"pmz.calibrate_bayes_factors: the observed data of {rv.name!r} in model {name!r} are a constant, so "
                 "simulated data sets cannot be set into the model. Wrap them in a data container: "
@@ -395,9 +423,14 @@ def _evidences(models, names, containers, data, method, seed_base, executor, pro
                     reason[s, k] = res.reliability_reason or ("" if finite else "log Z or its se is not finite")
                 n_done = s + 1
                 bar.update(1)
-        except KeyboardInterrupt:
-            if n_done == 0:
+        except (KeyboardInterrupt, SystemError) as err:  # Ctrl-C, also inside a compiled function
+            if not is_interrupt(err):
                 raise
+            if n_done == 0:
+                if isinstance(err, KeyboardInterrupt):
+                    raise
+                raise as_interrupt(err, "pmz.calibrate_bayes_factors: interrupted (Ctrl-C) during the first "
+                                        "simulation; nothing to return") from err
     return {"log_z": log_z[:n_done], "log_z_se": log_z_se[:n_done], "reliable": reliable[:n_done],
             "reason": reason[:n_done], "n_done": n_done, "time": time.perf_counter() - t0}
 

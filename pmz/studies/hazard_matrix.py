@@ -100,8 +100,12 @@ class Cell:
 
 
 def applies(method: str, hazard: str) -> bool:
-    """Whether the cell exists: the given-draws columns apply to the methods that take ``posterior=``."""
-    return hazards()[hazard].draws is None or method in _TAKES_DRAWS
+    """Whether the cell exists: the given-draws columns apply to the methods that take ``posterior=``; a column
+    about the default's shortcuts to the rows it names (``Hazard.methods``)."""
+    column = hazards()[hazard]
+    if column.methods is not None and method not in column.methods:
+        return False
+    return column.draws is None or method in _TAKES_DRAWS
 
 
 def classify(log_z: float, se: float, reliable: bool, truth: float) -> str:
@@ -142,7 +146,8 @@ def run_cell(method: str, hazard: str, seed: int) -> Cell:
 
     column = hazards()[hazard]
     if not applies(method, hazard):
-        raise ValueError(f"pmz: {method!r} takes no posterior= draws; the {hazard!r} column does not apply")
+        raise ValueError(f"pmz: the {hazard!r} column does not apply to {method!r} (it takes no posterior= draws, or "
+                         "the column is about another method)")
     options = dict((TINY if column.tiny else OPTIONS)[method])
     model = column.build()
     start = time.perf_counter()

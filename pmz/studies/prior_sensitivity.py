@@ -29,10 +29,15 @@ Vehtari, Simpson, Gelman, Yao & Gabry 2024) says whether ``w`` has the finite va
 * k-hat below the limit but fewer than :data:`MIN_ESS` (100) effective reweighted draws (``ess`` column):
   ``reliable=False`` with the computed se (large then, itself uncertain) and a reason;
 * the alternative prior zero at every draw: ``log_z = -inf``, unreliable;
+* draws that never moved (fewer than 20, a stuck chain, a continuous variable with fewer than 20 distinct values:
+  :func:`pmz.runners.draws_check.unmoved_draws_reason`): ``reliable=False``, ``log_z_se = inf`` and that reason
+  (a constant weight would otherwise read as exact);
 * an unreliable run: every row inherits its verdict (``the run itself is unreliable: ...``).
 
 A replacement must keep the support: a prior that puts mass where the model's prior has none (a Normal for a
-positive scale) gives a ratio that no posterior draw can estimate, and is refused.
+positive scale) gives a ratio that no posterior draw can estimate, and is refused. So is an improper alternative
+(``pm.Flat``, ``pm.HalfFlat``: the evidence under it is not defined) and one PyMC cannot draw from (the support
+check reads its draws).
 """
 
 from __future__ import annotations
@@ -97,8 +102,9 @@ def prior_sensitivity(result, model, priors: Mapping, *, posterior=None, random_
     ------
     ValueError
         An unknown or observed variable name, a distribution of another shape, a discrete prior for a continuous
-        variable (or the other way round), an alternative prior with mass outside the model's support, a result
-        without posterior draws and no ``posterior=``.
+        variable (or the other way round), an improper alternative (``pm.Flat``, ``pm.HalfFlat``) or one PyMC cannot
+        draw from, an alternative prior with mass outside the model's support, a result without posterior draws and
+        no ``posterior=``.
 
     Examples
     --------
@@ -115,13 +121,16 @@ def prior_sensitivity(result, model, priors: Mapping, *, posterior=None, random_
     """
     from ..model import CompiledModel
     from ..model.prior_ratio import evaluate, prior_terms_function
+    from ..runners.draws_check import unmoved_draws_reason
     from ..runners.starts import posterior_to_flat
 
     log_z0, se0 = _log_z_and_se(result)
     reliable0, reason0, _ = _verdict(result)
     priors = _check_priors(priors, model)
     compiled = CompiledModel(model)
-    X, chain = posterior_to_flat(compiled, _draws_of(result, posterior, model), option="posterior")
+    X, chain = posterior_to_flat(compiled, _draws_of(result, posterior, model), option="posterior",
+                                 check_moved=False)
+    unmoved = unmoved_draws_reason(compiled, X, chain, "posterior").removeprefix("pmz: ")
     n = X.shape[0]
     constrained = {name: _as_dtype(v, model[name].dtype) for name, v in compiled.to_constrained(X).items()}
     rng = np.random.default_rng(random_seed)
@@ -140,6 +149,9 @@ def prior_sensitivity(result, model, priors: Mapping, *, posterior=None, random_
             raise ValueError(f"pmz.prior_sensitivity: the log prior ratio of {label!r} is NaN at "
                              f"{int(np.isnan(log_w).sum())} of the {n} draws; check the alternative's parameters")
         rows[label] = _row(log_w, chain, log_z0, se0, limit, reliable0, reason0)
+        if unmoved:  # draws that never moved say nothing of E_post[w]: the row is flagged, its se infinite
+            rows[label].update(log_z_se=np.inf, log_ratio_se=np.inf, reliable=False,
+                               reason="; ".join(r for r in (unmoved, rows[label]["reason"]) if r))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "prior"
     table["reliable"] = table["reliable"].astype(bool)
@@ -237,6 +249,7 @@ def _check_priors(priors, model) -> dict:
             if not isinstance(dist, TensorVariable) or dist.owner is None or dist in model.free_RVs:
                 raise TypeError(f"pmz.prior_sensitivity: priors[{label!r}][{name!r}] must be a distribution made "
                                 f"with pm.XXX.dist(...) outside the model, got {dist!r}")
+            _check_proper(label, name, dist)
             rv = model[name]
             if (dist.dtype.startswith(("int", "uint", "bool"))) != (rv.dtype.startswith(("int", "uint", "bool"))):
                 kinds = {True: "discrete", False: "continuous"}
@@ -246,6 +259,36 @@ def _check_priors(priors, model) -> dict:
                                  "density ratio")
         checked[str(label)] = dict(replaced)
     return checked
+
+
+def _check_proper(label, name, dist) -> None:
+    """An improper alternative (``pm.Flat``, ``pm.HalfFlat``) has no normalising constant: ``Z'`` under it is not
+    defined (``E_post[p'/p]`` would depend on an arbitrary scale of ``p'``), so it is refused."""
+    from pymc.distributions.continuous import FlatRV, HalfFlatRV
+
+    if isinstance(dist.owner.op, FlatRV | HalfFlatRV):
+        raise ValueError(
+            f"pmz.prior_sensitivity: priors[{label!r}][{name!r}] is {type(dist.owner.op).__name__[:-2]}, an improper "
+            "prior: its density does not integrate to one, so the evidence under it is not defined (any constant "
+            "times it is the same prior). Give a proper distribution, e.g. a wide pm.Normal.dist(0, 100) (or "
+            "pm.HalfNormal.dist(100) for a positive variable)"
+        )
+
+
+def _prior_draws(label, name, dist, n, seed) -> np.ndarray:
+    """``n`` draws of an alternative prior, or a clear error where it cannot be drawn from (a CustomDist without
+    ``random``): the support check needs its draws."""
+    import pymc as pm
+
+    try:
+        return np.asarray(pm.draw(dist, draws=n, random_seed=seed))
+    except NotImplementedError as err:
+        raise ValueError(
+            f"pmz.prior_sensitivity: priors[{label!r}][{name!r}] cannot be drawn from ({type(dist.owner.op).__name__}"
+            f": {str(err).splitlines()[0]}), and pmz checks that an alternative keeps to the variable's support "
+            "with its draws. Give a distribution PyMC can draw from (for a pm.CustomDist, pass random= as well as "
+            "logp=)"
+        ) from err
 
 
 def _check_shapes(label, replaced, shapes, constrained):
@@ -260,8 +303,6 @@ def _check_shapes(label, replaced, shapes, constrained):
 def _check_support(label, fn, X, replaced, shapes, rng):
     """Draws of each alternative must lie where the model's prior of the variable is positive (at the parents of
     posterior draws): otherwise E_post[p'/p] misses the alternative's mass there and no draw can tell."""
-    import pymc as pm
-
     from ..model.prior_ratio import evaluate
     from ..runners.starts import evenly_spaced
 
@@ -271,7 +312,7 @@ def _check_support(label, fn, X, replaced, shapes, rng):
     for name, dist in replaced.items():
         size = int(np.prod(shapes[name])) if dist.ndim == 0 else 1
         seed = int(rng.integers(2**31 - 1))
-        draws = np.asarray(pm.draw(dist, draws=m * size, random_seed=seed))
+        draws = _prior_draws(label, name, dist, m * size, seed)
         values.append(draws.reshape(m, *shapes[name]))
     terms = evaluate(fn, rows, values)
     for j, name in enumerate(replaced):

@@ -38,6 +38,7 @@ from .hierarchical import hierarchical_normal, hierarchical_normal_log_evidence
 from .state_space import ar1_log_evidence, ar1_state_space
 from ..boltzmann.ising import ising
 from .mixture import gaussian_mixture
+from .planted import double_wells, planted_mode
 from ..boltzmann.potts import potts
 from ..boltzmann.rbm import random_rbm, rbm_digits
 from .two_node import partition_of, two_node_mrf
@@ -50,6 +51,8 @@ __all__ = [
     "dbm_tiny",
     "random_dbm",
     "gaussian_mixture",
+    "planted_mode",
+    "double_wells",
     "bimodal_posterior",
     "mode_label",
     "two_node_mrf",

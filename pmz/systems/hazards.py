@@ -26,7 +26,10 @@ The columns (``hazards()``, in this order):
 * ``draws_miss_mode``: the symmetric bimodal model with exact draws from one of its two modes as ``posterior=``;
 * ``draws_other_model``: the baseline with exact posterior draws shifted by three posterior sd as ``posterior=``;
 * ``draws_divergent``: the funnel with ``pm.sample``'s own draws (and their divergences) as ``posterior=``;
-* ``tiny_budget``: a 10-coefficient linear regression run with a tiny budget (the method's own tiny options).
+* ``tiny_budget``: a 10-coefficient linear regression run with a tiny budget (the method's own tiny options);
+* the default's shortcuts (:mod:`pmz.systems.shortcut_hazards`; the default's row only, and ``constant_draws`` for the
+  methods that take ``posterior=``): ``far_support_mode``, ``slow_tail_count``, ``abs_latents``,
+  ``switching_potential``, ``planted_mode``, ``many_modes``, ``constant_draws``.
 
 Examples
 --------
@@ -50,6 +53,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from .conjugate import correlated_gaussian, linear_regression, normal_mean
+from .shortcut_hazards import shortcut_columns
 
 __all__ = ["Hazard", "hazards", "hazard_names"]
 
@@ -71,6 +75,8 @@ class Hazard:
         ``pm.sample``'s result); None where the column is not about given draws.
     tiny : bool
         The column runs every method with its tiny budget.
+    methods : tuple of str or None
+        The only rows (methods) the column applies to (the default's shortcuts: ``("auto",)``); None: every row.
     """
 
     name: str
@@ -79,6 +85,7 @@ class Hazard:
     log_z: float
     draws: Callable[[int], object] | None = None
     tiny: bool = False
+    methods: tuple | None = None
 
 
 def _log_integral(log_f: Callable[[np.ndarray], np.ndarray], lo: float, hi: float, n: int = 400_001) -> float:
@@ -330,6 +337,7 @@ def _hazards() -> dict[str, Hazard]:
                log_z_funnel, draws=_funnel_nuts_draws),
         Hazard("tiny_budget", "10-coefficient regression, tiny budgets", _conjugate("tiny_budget"),
                _known("tiny_budget").log_z, tiny=True),
+        *shortcut_columns(Hazard, _conjugate("baseline"), _known("baseline").log_z),
     ]
     return {hazard.name: hazard for hazard in rows}
 
