@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..runners.draw_trust import (MISSED_MASS, N_MISSED_SEARCH, PEAK_DECREMENT, draws_from_posterior, finite_starts,
-                                  peaks_outside)
+                                  peak_census, peaks_outside)
 from ..runners.modes import cluster_chains, fit_mode_components, laplace_log_masses, mode_masses
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat
 
@@ -37,6 +37,7 @@ __all__ = [
     "first_pass_draws",
     "sample_chains",
     "search_modes",
+    "ModeSearch",
     "separate_modes",
     "stuck_chains",
 ]
@@ -113,25 +114,46 @@ def stuck_chains(target, draws, rng) -> np.ndarray:
     return negligible[labels]
 
 
-def search_modes(target, prior, draws, rng):
+@dataclass(frozen=True)
+class ModeSearch:
+    """What the modes route's search from prior draws found (:func:`search_modes`).
+
+    Attributes
+    ----------
+    peaks : ndarray (n_found, dim)
+        One point per peak the climbs reached in none of the chains' clusters, the highest first group by group.
+    unseen : float
+        The Good-Turing estimate of the chance that one more climb reaches a peak that neither the chains nor the
+        other climbs reached: the climbs alone in their peak's group over the climbs that reached a peak (0 where
+        none did). Near 1 the modes are far more than were seen (a product of double wells); near 0 the search saw
+        every mode a climb can reach.
+    """
+
+    peaks: np.ndarray
+    unseen: float
+
+    @property
+    def n_found(self) -> int:
+        return int(self.peaks.shape[0])
+
+
+def search_modes(target, prior, draws, rng) -> ModeSearch:
     """Look for modes the chains missed (chains found several already): climb from :data:`N_MODE_SEARCH` exact
-    prior draws (:func:`pmz.runners.draw_trust.peaks_outside`), and run one new chain from each peak in none of the
-    chains' clusters (as many draws as the others, the same step size and metric; at most as many new chains as
-    there are chains). Returns the draws with the new chains appended, how many were added and how many such
-    peaks the climbs reached (before that cap)."""
+    prior draws (:func:`pmz.runners.draw_trust.peak_census`) in the chains' metric; the peaks in none of the chains'
+    clusters and the chance of one more (:class:`ModeSearch`)."""
     metric = np.asarray(draws.metric)
     scale = np.sqrt(np.diag(metric) if metric.ndim == 2 else metric)
-    found = peaks_outside(target, prior, draws, rng, N_MODE_SEARCH, scale)
-    if found is None or found.shape[0] == 0:
-        return draws, 0, 0
-    n_found = int(found.shape[0])
-    found = found[: draws.n_chains]
-    return chains_at(target, draws, found, rng), found.shape[0], n_found
+    census = peak_census(target, prior, draws, rng, N_MODE_SEARCH, scale)
+    if census is None:
+        return ModeSearch(np.zeros((0, target.dim)), 0.0)
+    found, sizes, n_reached = census
+    return ModeSearch(found, float(np.sum(sizes == 1)) / max(n_reached, 1))
 
 
 def chains_at(target, draws, starts, rng):
     """``draws`` with one new chain from each row of ``starts`` appended (as many draws as the others, the same step
-    size and metric; their group is group 0's)."""
+    size and metric; their group is group 0's): the modes route runs one in each peak its search found, at most as
+    many as there are chains."""
     k = starts.shape[0]
     empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
                     step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,

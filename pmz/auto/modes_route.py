@@ -17,15 +17,16 @@ from __future__ import annotations
 from ..families import GeometricPath
 from ..reliability import assess
 from ..runners.draw_trust import untrusted_chains_reason
-from ..runners.modes import cluster_chains, mode_reference
-from .chains import N_MODE_SEARCH, search_modes
+from ..runners.modes import mode_reference
+from .chains import N_MODE_SEARCH, chains_at, search_modes
 from .contract import Named, Outcome
 from .importance_sampling import importance_from_reference
 from .smc_runs import equally_weighted_runs, smc_runs
 
-__all__ = ["ModesRoute", "MANY_MODES", "defensive_prior"]
+__all__ = ["ModesRoute", "MANY_MODES", "UNSEEN", "defensive_prior"]
 
 MANY_MODES = 8  # peaks the search reaches beyond the chains' clusters, at least, before the modes count as unsettled
+UNSEEN = 0.25  # ... when the Good-Turing chance that one more climb reaches a new peak is above this
 
 
 class ModesRoute:
@@ -52,16 +53,32 @@ class ModesRoute:
         else:
             reason = untrusted_chains_reason(draws, options.max_rhat, own_chains=False)
         if chains.own and context.clock.left() > 0:
-            n_clusters = int(cluster_chains(draws.x).max()) + 1
-            draws, n_new, n_found = search_modes(context.target, context.prior, draws, context.streams.search)
-            context.clock.mark(f"search for missed modes from {N_MODE_SEARCH} prior draws ({n_new} new chains)")
-            if n_found >= max(MANY_MODES, n_clusters):
-                context.many_modes = (f"{reason}; the modes do not settle: a search from {N_MODE_SEARCH} prior "
-                                      f"draws reached {n_found} peaks besides the chains' {n_clusters} clusters")
+            search = search_modes(context.target, context.prior, draws, context.streams.search)
+            context.clock.mark(f"search for missed modes from {N_MODE_SEARCH} prior draws ({search.n_found} found)")
+            unsettled = _unsettled(search, draws.n_chains)
+            if unsettled:
+                context.many_modes = f"{reason}; the modes do not settle: {unsettled}"
                 return Outcome(reason=context.many_modes)
-            if n_new:
-                reason += f"; a search from {N_MODE_SEARCH} prior draws found {n_new} more and ran a chain in each"
+            if search.n_found:
+                draws = chains_at(context.target, draws, search.peaks, context.streams.search)
+                context.clock.mark(f"a chain in each of the {search.n_found} peaks found")
+                reason += (f"; a search from {N_MODE_SEARCH} prior draws found {search.n_found} more and ran a "
+                           "chain in each")
         return _from_mixture(context, draws, reason)
+
+
+def _unsettled(search, n_chains: int) -> str:
+    """Why the modes found cannot be trusted to be all that matter ("" when they can): more peaks outside the
+    chains' clusters than there are chains (a chain is run in each found peak, at most that many), or, with at
+    least :data:`MANY_MODES` of them, a Good-Turing chance above :data:`UNSEEN` that one more climb finds a peak
+    none has reached."""
+    if search.n_found > n_chains:
+        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_found} peaks outside the chains' "
+                f"clusters, more than the {n_chains} new chains a mixture may add")
+    if search.n_found >= MANY_MODES and search.unseen > UNSEEN:
+        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_found} peaks outside the chains' "
+                f"clusters, and one more climb would reach a new one with a chance of about {search.unseen:.0%}")
+    return ""
 
 
 def _from_mixture(context, draws, reason) -> Outcome:

@@ -11,7 +11,7 @@ Laplace mass stops the route (one Student-t cannot serve two).
 The search is the route's independent check against a missed mode. With latents (each value a Cholesky
 factorisation) the :data:`N_STARTS` best prior draws more than 3 Laplace sd away climb by Newton's method. With no
 latents (the importance route: at most six coordinates, each value one cheap density call) every prior draw more
-than 3 Laplace sd away and :data:`N_DISPERSED` points spread from 4 to 256 Laplace sd around the peak climb
+than 3 Laplace sd away and :data:`N_DISPERSED` points spread from 4 to 32 Laplace sd around the peak climb
 together, one batched gradient call per step (:func:`pmz.runners.modes.climb`), and the best point of each basin
 they reach (at most :data:`N_BASINS`) is finished by Newton's method: a 2-D posterior whose second mode (3% of the
 mass, 50 sd away) lay where none of the four best prior draws climbed came out 3.3 se low, reliable, before.
@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NotApplicable", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_BASINS", "SECOND_PEAK", "evaluate", "laplace"]
+__all__ = ["NotApplicable", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_PRIOR_CLIMBS", "N_BASINS", "SECOND_PEAK", "evaluate",
+           "laplace"]
 
 STEP = 1e-3  # finite-difference step in the unconstrained hyperparameters
 NEWTON_STEPS = 30
 MAX_STEP = 2.0  # largest Newton move in any unconstrained hyperparameter (a factor e^2 on a log scale)
 SCAN_SDS = (2.0, 4.0, 6.0, 8.0, 12.0, 16.0)  # Laplace sd along each principal axis where the density must be lower
 N_STARTS = 4  # with latents: the best this many prior draws outside the first peak climb by Newton's method
-N_DISPERSED = 64  # without latents: points spread around the peak that climb besides every prior draw outside it
-DISPERSED_SDS = (4.0, 16.0, 64.0, 256.0)  # ... at these many Laplace sd (a quarter at each)
-N_CLIMB_STEPS = 100  # gradient steps of the batched climb
+N_DISPERSED = 16  # without latents: points spread around the peak that climb besides the prior draws outside it
+N_PRIOR_CLIMBS = 32  # ... and at most this many of those prior draws (evenly spaced among them)
+FD_STEP = 1e-4  # forward-difference step of the climb's gradient, in Laplace sd
+DISPERSED_SDS = (4.0, 8.0, 16.0, 32.0)  # ... at these many Laplace sd (a quarter at each)
+N_CLIMB_STEPS = 40  # steps of the batched climb (each at most 1.5 times the last: far enough in 40)
 N_BASINS = 8  # basins reached by the batched climb that Newton's method finishes (the highest first)
 SECOND_PEAK = 1e-3  # Laplace mass of a second peak, relative to the first, above which the route stops
 
@@ -173,7 +176,9 @@ def _second_peaks(cg, first, prior_thetas, rng):
         values = cg.evaluate(outside, rng).log_marginal if len(outside) else np.zeros(0)
         starts = outside[np.argsort(-np.nan_to_num(values, nan=-np.inf))[:N_STARTS]]
     else:
-        starts = _basins(cg, theta, cov, np.concatenate([outside, _dispersed(theta, cov, rng)]))
+        spaced = outside[np.unique(np.linspace(0, len(outside) - 1, N_PRIOR_CLIMBS).astype(int))] if len(
+            outside) else outside
+        starts = _basins(cg, theta, cov, np.concatenate([spaced, _dispersed(theta, cov, rng)]))
     peaks = (_newton(cg, start, rng, near=(theta, precision)) for start in starts)
     return [peak for peak in peaks if peak is not None]
 
@@ -189,25 +194,44 @@ def _dispersed(theta, cov, rng) -> np.ndarray:
 
 
 def _basins(cg, theta, cov, starts) -> np.ndarray:
-    """The batched gradient climb from ``starts`` on the log density itself (no latents), then the highest point of
-    each basin reached outside the first peak's (single linkage at 3 Laplace sd; at most :data:`N_BASINS`)."""
+    """The batched climb from ``starts`` on the log density itself (no latents; gradients by forward differences, so
+    that the route compiles no gradient), each point stopping once within 3 Laplace sd of the first peak; then the
+    highest point of each basin reached outside it (single linkage at 3 Laplace sd; at most :data:`N_BASINS`)."""
     from ..runners.modes import climb
 
     if not len(starts):
         return starts
-    scale = np.sqrt(np.diag(cov))
-    flat = np.zeros((len(starts), cg.target.dim))  # no latents: the hyperparameters are every coordinate
-    flat[:, cg.split.hyper] = starts
-    points, values = climb(cg.target, flat, scale, n_steps=N_CLIMB_STEPS)
-    points = points[:, cg.split.hyper]
     precision = np.linalg.inv(cov)
-    keep = np.isfinite(values) & (_mahalanobis2(points, theta, precision) > 9.0)
+    scale = np.sqrt(np.diag(cov))
+
+    def at_the_first_peak(points):  # that basin is known: the point stops climbing
+        return _mahalanobis2(points, theta, precision) <= 9.0
+
+    points, values = climb(_ForwardDifferences(cg, FD_STEP * scale), starts, scale, n_steps=N_CLIMB_STEPS,
+                           done=at_the_first_peak)
+    keep = np.isfinite(values) & ~at_the_first_peak(points)
     points, values = points[keep], values[keep]
-    order = np.argsort(-values)
     chosen = []
-    for i in order:  # the highest point of each basin, at least 3 Laplace sd from every point chosen before
+    for i in np.argsort(-values):  # the highest point of each basin, at least 3 Laplace sd from every one chosen
         if all(_mahalanobis2(points[i], points[j], precision)[0] > 9.0 for j in chosen):
             chosen.append(i)
             if len(chosen) == N_BASINS:
                 break
     return points[chosen]
+
+
+class _ForwardDifferences:
+    """``log p(y, theta)`` of a model without latents and its gradient by forward differences (steps ``h`` per
+    coordinate), in the form :func:`pmz.runners.modes.climb` reads: one batched density call of ``n (k + 1)``
+    points per step."""
+
+    def __init__(self, cg, h):
+        self.cg, self.h = cg, np.asarray(h, dtype=float)
+
+    def log_densities_and_grads(self, thetas):
+        n, k = thetas.shape
+        shifted = thetas[:, None, :] + np.concatenate([np.zeros((1, k)), np.diag(self.h)])[None]
+        values = self.cg.evaluate(shifted.reshape(-1, k), None).log_marginal.reshape(n, k + 1)
+        with np.errstate(invalid="ignore"):
+            grad = (values[:, 1:] - values[:, :1]) / self.h
+        return values[:, 0], np.zeros(n), grad, np.zeros_like(grad)

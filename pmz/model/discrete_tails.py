@@ -88,6 +88,15 @@ def _params(rv) -> list:
     return list(params)
 
 
+def _value(var) -> np.ndarray:
+    """The value of a graph without inputs, computed by PyTensor's Python implementations (no C or Numba
+    compilation, which ``var.eval()`` would pay for: seconds per call on the C backend)."""
+    import pytensor
+    from pytensor.compile.mode import Mode
+
+    return np.asarray(pytensor.function([], var, mode=Mode(linker="py", optimizer=None))())
+
+
 def _constant(var):
     """A parameter's value as float64 where it does not depend on a random variable, else None."""
     try:
@@ -98,7 +107,7 @@ def _constant(var):
     if any(getattr(a, "owner", None) is not None and hasattr(a.owner.op, "dist_params") for a in ancestors([var])):
         return None
     try:
-        return np.asarray(var.eval(), dtype=float)
+        return np.asarray(_value(var), dtype=float)
     except Exception:  # a free variable's value is needed
         return None
 
@@ -187,7 +196,7 @@ def likelihood_ceiling(model):
         sigma = _constant(_params(rv)[1])
         if sigma is None or not np.all(sigma > 0):
             return None
-        size = int(np.prod(rv.shape.eval()))
+        size = int(np.prod(_value(rv.shape)))
         total += float(np.sum(np.broadcast_to(-np.log(sigma) - 0.5 * _LOG_2PI, (size,))))
         kinds.add("a normal density with a fixed scale is at most 1/(sigma sqrt(2 pi))")
     return total, "; ".join(sorted(kinds)) or "no likelihood"
@@ -256,8 +265,10 @@ def tail_certifier(compiled):
     if ratio is None or ceiling is None:
         return None
 
+    log_densities = getattr(compiled, "log_densities_one_shot", compiled.log_densities)  # no second, full compile
+
     def log_prior(k):
-        lp, _ = compiled.log_densities(np.asarray(k, dtype=float)[:, None])
+        lp, _ = log_densities(np.asarray(k, dtype=float)[:, None])
         return np.where(np.isnan(lp), -np.inf, lp)
 
     return TailCertifier(log_prior, ratio, *ceiling)
@@ -283,10 +294,10 @@ def grid_extras(compiled) -> np.ndarray:
     out = []
     try:
         q = np.array([1e-15, 1e-9, 1e-6, 1e-3, 0.5, 1 - 1e-3, 1 - 1e-6, 1 - 1e-9, 1 - 1e-15])
-        out.append(np.asarray(pm.icdf(model.free_RVs[0], q).eval(), dtype=float).ravel())
+        out.append(np.asarray(_value(pm.icdf(model.free_RVs[0], q)), dtype=float).ravel())
     except Exception:  # no icdf for this prior in PyMC
         pass
     for rv in model.observed_RVs:
-        data = np.asarray(model.rvs_to_values[rv].eval(), dtype=float).ravel()
+        data = np.asarray(_value(model.rvs_to_values[rv]), dtype=float).ravel()
         out.append(np.quantile(data[np.isfinite(data)], np.linspace(0, 1, 33)) if data.size > 33 else data)
     return np.concatenate(out) if out else np.empty(0)

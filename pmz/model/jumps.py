@@ -12,7 +12,8 @@ continuous free variable (PyMC's own log densities are continuous in their param
 between two formulas of one function, or mark a support's bound):
 
 * a ``switch`` whose condition depends on one, unless one of its branches is ``-inf`` (a support's indicator:
-  outside it the density is zero, and no mass can hide behind a step down to zero) or its condition singles out a
+  outside it the density is zero, and no mass can hide behind a step down to zero), ``+inf`` or NaN (no density
+  there: pmz's checks for non-finite values flag it), or its condition singles out a
   set of measure zero (``x == 0``: PyMC's care for a density's value at a single point);
 * a comparison (``>``, ``<=``, ``==``, ...) of one that is used other than as such a condition (cast to a number);
 * ``floor``, ``ceil``, ``round`` or an integer cast of one (not ``sign``: PyMC takes the sign of positive scales).
@@ -134,17 +135,18 @@ def _almost_constant(condition, depends) -> bool:
 
 
 def _support_indicator(node) -> bool:
-    """A switch with a ``-inf`` branch: zero density on one side (a support's bound)."""
-    return any(_is_minus_inf(branch) for branch in node.inputs[1:])
+    """A switch with a ``-inf`` branch: zero density on one side (a support's bound); or with a ``+inf`` or NaN
+    branch: no density there at all, not a finite jump (pmz's checks for non-finite values flag it)."""
+    return any(_is_non_finite(branch) for branch in node.inputs[1:])
 
 
-def _is_minus_inf(var) -> bool:
+def _is_non_finite(var) -> bool:
     while var.owner is not None and type(var.owner.op).__name__ in ("Alloc", "DimShuffle", "Second", "Elemwise") \
             and (type(var.owner.op).__name__ != "Elemwise" or type(var.owner.op.scalar_op).__name__ == "Second"):
         var = var.owner.inputs[-1]
     if isinstance(var, Constant):
-        value = np.asarray(var.data)
-        return value.size > 0 and bool(np.all(value == -np.inf))
+        value = np.asarray(var.data, dtype=float)
+        return value.size > 0 and not bool(np.any(np.isfinite(value)))
     return False
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "finite_starts",
     "given_draws_trust",
     "missed_mode",
+    "peak_census",
     "peaks_outside",
     "prior_reference",
     "prior_starts",
@@ -116,12 +117,20 @@ def peaks_outside(target, prior, draws, rng, n, scale, n_steps=100):
     """Peaks that ``n`` exact prior draws climb to (:func:`pmz.runners.modes.climb`, lengths ``scale``) in none of
     the draws' clusters and not far below their highest density (``SEARCH_DROP + dim`` nats), one per group
     (:func:`pmz.runners.modes.new_modes`); None where the prior cannot be drawn from."""
+    census = peak_census(target, prior, draws, rng, n, scale, n_steps)
+    return None if census is None else census[0]
+
+
+def peak_census(target, prior, draws, rng, n, scale, n_steps=100):
+    """:func:`peaks_outside` with a census of the climbs: ``(peaks, climbs in each peak's group, climbs that
+    reached a peak not far below the draws' highest density)``, or None where the prior cannot be drawn from."""
     starts = prior_starts(target, prior, rng, n)
     if starts is None:
         return None
     points, values = climb(target, starts, scale, n_steps=n_steps)
     floor = float(np.max(draws.log_posterior)) - SEARCH_DROP - target.dim
-    return new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor)
+    found, sizes = new_modes(draws.x, cluster_chains(draws.x), points, values, min_log_density=floor, counts=True)
+    return found, sizes, int(np.sum(np.isfinite(values) & (values > floor)))
 
 
 def missed_mode(target, prior, draws, rng, log_z) -> str:

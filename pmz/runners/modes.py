@@ -85,50 +85,60 @@ def _single_linkage(distance, threshold) -> np.ndarray:
     return np.array([order[r] for r in roots])
 
 
-def climb(compiled, X, scale, *, n_steps: int = 100, first_step: float = 0.5):
+def climb(compiled, X, scale, *, n_steps: int = 100, first_step: float = 0.5, done=None):
     """Batched hill climbing on ``log p~`` from every row of ``X (n, dim)``: each point moves along its gradient
     ``g`` in the metric ``scale`` (per-coordinate lengths), ``x <- x + eta D g / sqrt(g' D g)``,
     ``D = diag(scale^2)`` (a step of length ``eta`` in units of ``scale``); a step
     that raises the density is kept and ``eta`` grows by 1.5, otherwise it is undone and ``eta`` halves. The
     normalised step makes it indifferent to the gradient's size (huge where a term overflows). One compiled
-    gradient call per step for all points. Returns the points and their log densities (local maxima, near
-    enough, after ``n_steps``)."""
+    gradient call per step for the points still moving. ``done`` (optional): a function of the points
+    ``(m, dim) -> bool (m,)`` marking those that need not move further (e.g. they reached a peak already known);
+    they stop where they are. Returns the points and their log densities (local maxima, near enough, after
+    ``n_steps``)."""
     X = np.array(X, dtype=float)
     lp, ll, glp, gll = compiled.log_densities_and_grads(X)
     value, grad = lp + ll, glp + gll
     eta = np.full(X.shape[0], float(first_step))
+    moving = np.ones(X.shape[0], dtype=bool) if done is None else ~np.asarray(done(X), dtype=bool)
     for _ in range(n_steps):
-        direction = grad * scale**2
+        idx = np.flatnonzero(moving)
+        if not idx.size:
+            break
+        direction = grad[idx] * scale**2
         norm = np.sqrt(np.sum((direction / scale) ** 2, axis=1))
-        ok = np.isfinite(value) & np.isfinite(norm) & (norm > 0)
-        step = np.where(ok[:, None], eta[:, None] * direction / np.where(ok, norm, 1.0)[:, None], 0.0)
-        lp, ll, glp, gll = compiled.log_densities_and_grads(X + step)
+        ok = np.isfinite(value[idx]) & np.isfinite(norm) & (norm > 0)
+        step = np.where(ok[:, None], eta[idx, None] * direction / np.where(ok, norm, 1.0)[:, None], 0.0)
+        lp, ll, glp, gll = compiled.log_densities_and_grads(X[idx] + step)
         new = lp + ll
-        better = ok & np.isfinite(new) & (new > value)
-        X[better] += step[better]
-        value = np.where(better, new, value)
-        grad = np.where(better[:, None], glp + gll, grad)
-        eta = np.where(better, 1.5 * eta, 0.5 * eta)
+        better = ok & np.isfinite(new) & (new > value[idx])
+        X[idx[better]] += step[better]
+        value[idx] = np.where(better, new, value[idx])
+        grad[idx] = np.where(better[:, None], glp + gll, grad[idx])
+        eta[idx] = np.where(better, 1.5 * eta[idx], 0.5 * eta[idx])
+        if done is not None:
+            moving[idx[better]] = ~np.asarray(done(X[idx[better]]), dtype=bool)
     return X, value
 
 
-def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_density=-np.inf):
+def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_density=-np.inf, counts=False):
     """Points (one per group) that lie in none of the chains' clusters: at least ``threshold`` within-chain sd
     (:func:`cluster_chains`' distance) from every cluster's mean, grouped by the same single linkage, each group
-    represented by its highest point; only points with log density above ``min_log_density``."""
+    represented by its highest point; only points with log density above ``min_log_density``. With ``counts``:
+    ``(points, sizes)``, the number of the given points in each group as well."""
     x = np.asarray(x, dtype=float)
     within = _within_sd(x)
     means = np.array([x[labels == c].reshape(-1, x.shape[2]).mean(axis=0) for c in range(int(labels.max()) + 1)])
     keep = np.isfinite(values) & (values > min_log_density)
     points, values = points[keep], values[keep]
-    if points.shape[0] == 0:
-        return points
-    far = np.min(np.max(np.abs(points[:, None, :] - means[None]) / within, axis=2), axis=1) >= threshold
+    far = (np.min(np.max(np.abs(points[:, None, :] - means[None]) / within, axis=2), axis=1) >= threshold
+           if points.shape[0] else np.zeros(0, dtype=bool))
     points, values = points[far], values[far]
     if points.shape[0] == 0:
-        return points
+        return (points, np.zeros(0, dtype=int)) if counts else points
     groups = _single_linkage(np.max(np.abs(points[:, None, :] - points[None, :, :]) / within, axis=2), threshold)
     best = [np.flatnonzero(groups == g)[np.argmax(values[groups == g])] for g in np.unique(groups)]
+    if counts:
+        return points[best], np.array([int(np.sum(groups == g)) for g in np.unique(groups)])
     return points[best]
 
 

@@ -94,3 +94,12 @@ def test_the_answer_is_cached_per_model_and_terms():
     with model:
         pm.Potential("step", pt.switch(model["x"][2] > 1.0, 3.0, 0.0))
     assert "Potential step" in finite_jumps(model)
+
+
+def test_a_step_to_plus_inf_or_nan_is_not_a_finite_jump():
+    """No density there at all (log Z is +inf, or undefined): pmz's checks for non-finite values speak for it."""
+    for value in (np.inf, np.nan):
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0, 1)
+            pm.Potential("p", pt.switch(mu > 3.0, value, 0.0))
+        assert finite_jumps(m) == ""

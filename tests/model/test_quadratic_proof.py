@@ -228,7 +228,7 @@ def test_the_latent_route_s_model_kinds_are_proven():
 def test_latent_route_applies_returns_the_refusal():
     def context(model):
         split = SimpleNamespace(latent=np.arange(40), latent_names=("mu", "x"))
-        return SimpleNamespace(options=SimpleNamespace(latent=True, posterior=None), has_discrete=False,
+        return SimpleNamespace(options=SimpleNamespace(latent=True, posterior=None), has_discrete=False, jumps="",
                                latent_split=split, target=SimpleNamespace(model=model))
 
     route = LatentRoute()
