@@ -124,13 +124,23 @@ class ModeSearch:
         One point per peak the climbs reached in none of the chains' clusters, the highest first group by group.
     unseen : float
         The Good-Turing estimate of the chance that one more climb reaches a peak that neither the chains nor the
-        other climbs reached: the climbs alone in their peak's group over the climbs that reached a peak (0 where
+        other climbs reached: the climbs alone in a true peak's group over the climbs that reached a peak (0 where
         none did). Near 1 the modes are far more than were seen (a product of double wells); near 0 the search saw
         every mode a climb can reach.
+    n_peaks : int
+        Of ``peaks``, those that are true peaks (a concave neighbourhood and a Newton decrement of at most
+        :data:`pmz.runners.draw_trust.PEAK_DECREMENT`: :func:`pmz.runners.modes.laplace_log_masses`); a climb
+        that stopped on a slope or a ridge of a mixture's posterior is none.
+    scattered : float
+        The climbs alone at their end point, true peak or not, over the climbs that reached one: near 1 every climb
+        ends somewhere no other climb ends (endless ridges or a singular direction: no list of modes describes
+        the posterior).
     """
 
     peaks: np.ndarray
     unseen: float
+    n_peaks: int = 0
+    scattered: float = 0.0
 
     @property
     def n_found(self) -> int:
@@ -147,7 +157,12 @@ def search_modes(target, prior, draws, rng) -> ModeSearch:
     if census is None:
         return ModeSearch(np.zeros((0, target.dim)), 0.0)
     found, sizes, n_reached = census
-    return ModeSearch(found, float(np.sum(sizes == 1)) / max(n_reached, 1))
+    if not found.shape[0]:
+        return ModeSearch(found, 0.0)
+    real = np.isfinite(laplace_log_masses(target, found, np.diag(scale**2), max_decrement=PEAK_DECREMENT))
+    reached = max(n_reached, 1)
+    return ModeSearch(found, float(np.sum(real & (sizes == 1))) / reached, int(real.sum()),
+                      float(np.sum(sizes == 1)) / reached)
 
 
 def chains_at(target, draws, starts, rng):

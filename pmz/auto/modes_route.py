@@ -23,10 +23,11 @@ from .contract import Named, Outcome
 from .importance_sampling import importance_from_reference
 from .smc_runs import equally_weighted_runs, smc_runs
 
-__all__ = ["ModesRoute", "MANY_MODES", "UNSEEN", "defensive_prior"]
+__all__ = ["ModesRoute", "MANY_MODES", "UNSEEN", "SCATTERED", "defensive_prior"]
 
 MANY_MODES = 8  # peaks the search reaches beyond the chains' clusters, at least, before the modes count as unsettled
 UNSEEN = 0.25  # ... when the Good-Turing chance that one more climb reaches a new peak is above this
+SCATTERED = 0.75  # climbs alone at their end point, above which the end points are no list of modes
 
 
 class ModesRoute:
@@ -68,15 +69,18 @@ class ModesRoute:
 
 
 def _unsettled(search, n_chains: int) -> str:
-    """Why the modes found cannot be trusted to be all that matter ("" when they can): more peaks outside the
-    chains' clusters than there are chains (a chain is run in each found peak, at most that many), or, with at
+    """Why the modes found cannot be trusted to be all that matter ("" when they can): more true peaks (not the
+    ends of climbs stopped on a slope) outside the chains' clusters than there are chains (a chain is run in each found peak, at most that many), or, with at
     least :data:`MANY_MODES` of them, a Good-Turing chance above :data:`UNSEEN` that one more climb finds a peak
     none has reached."""
-    if search.n_found > n_chains:
-        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_found} peaks outside the chains' "
+    if search.n_peaks > n_chains:
+        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_peaks} peaks outside the chains' "
                 f"clusters, more than the {n_chains} new chains a mixture may add")
-    if search.n_found >= MANY_MODES and search.unseen > UNSEEN:
-        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_found} peaks outside the chains' "
+    if search.n_found > n_chains and search.scattered > SCATTERED:
+        return (f"{search.scattered:.0%} of the climbs from {N_MODE_SEARCH} prior draws ended where no other did "
+                f"({search.n_found} end points outside the chains' clusters, {search.n_peaks} of them true peaks)")
+    if search.n_peaks >= MANY_MODES and search.unseen > UNSEEN:
+        return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_peaks} peaks outside the chains' "
                 f"clusters, and one more climb would reach a new one with a chance of about {search.unseen:.0%}")
     return ""
 
