@@ -29,43 +29,45 @@ from scipy.special import logsumexp
 
 from .planted import double_wells, planted_mode
 
-__all__ = ["shortcut_columns"]
+__all__ = ["shortcut_columns", "two_bumps", "two_bumps_np"]
 
 N_LATENT = 40
 F64 = np.float64
 
 
-def _two_bumps(k, a, b, width):
+def two_bumps(k, a, b, width):
+    """``log(exp(-(k - a)^2 / 2 w^2) + exp(-(k - b)^2 / 2 w^2))`` as a PyTensor graph (a likelihood with two bumps)."""
     return pm.math.logaddexp(-0.5 * ((k - a) / width) ** 2, -0.5 * ((k - b) / width) ** 2)
 
 
-def _two_bumps_np(k, a, b, width):
+def two_bumps_np(k, a, b, width):
+    """:func:`two_bumps` in NumPy (the exact sums)."""
     return np.logaddexp(-0.5 * ((k - a) / width) ** 2, -0.5 * ((k - b) / width) ** 2)
 
 
 def _far_support_mode():
     with pm.Model() as model:
         k = pm.DiscreteUniform("k", 0, 5000)
-        pm.Potential("likelihood", _two_bumps(k, F64(1000.0), F64(3000.0), F64(30.0)))
+        pm.Potential("likelihood", two_bumps(k, F64(1000.0), F64(3000.0), F64(30.0)))
     return model
 
 
 def _far_support_mode_log_z() -> float:
     k = np.arange(5001.0)
     log_prior = np.float32(-np.log(5001.0))  # PyMC's DiscreteUniform log pmf is float32
-    return float(logsumexp(log_prior + _two_bumps_np(k, 1000.0, 3000.0, 30.0)))
+    return float(logsumexp(log_prior + two_bumps_np(k, 1000.0, 3000.0, 30.0)))
 
 
 def _slow_tail_count():
     with pm.Model() as model:
         k = pm.Geometric("k", F64(0.01))
-        pm.Potential("likelihood", _two_bumps(k, F64(50.0), F64(1500.0), F64(5.0)))
+        pm.Potential("likelihood", two_bumps(k, F64(50.0), F64(1500.0), F64(5.0)))
     return model
 
 
 def _slow_tail_count_log_z() -> float:
     k = np.arange(1.0, 100_001.0)  # beyond, the prior's mass is 0.99^1e5 < e^-1000 and the likelihood at most log 2
-    return float(logsumexp(stats.geom.logpmf(k, 0.01) + _two_bumps_np(k, 50.0, 1500.0, 5.0)))
+    return float(logsumexp(stats.geom.logpmf(k, 0.01) + two_bumps_np(k, 50.0, 1500.0, 5.0)))
 
 
 def _abs_data() -> np.ndarray:

@@ -16,6 +16,7 @@ import pytest
 from scipy import special, stats
 
 import pmz
+from pmz.systems.shortcut_hazards import two_bumps, two_bumps_np
 from pmz.model.discrete_sum import discrete_enumeration, enumeration_refusal
 from pmz.model.pymc import CompiledModel
 
@@ -41,23 +42,15 @@ def _check(res, truth, *, proven: bool):
     return proof, ev.attrs["route_reason"]
 
 
-def _two_bumps(k, a, b, width):
-    return pm.math.logaddexp(-0.5 * ((k - a) / width) ** 2, -0.5 * ((k - b) / width) ** 2)
-
-
-def _two_bumps_np(k, a, b, width):
-    return np.logaddexp(-0.5 * ((k - a) / width) ** 2, -0.5 * ((k - b) / width) ** 2)
-
-
 def test_bounded_support_with_a_far_second_mode_is_summed_whole():
     """(a) k ~ DiscreteUniform(0, 5000) under two bumps 2000 values apart: all 5001 values are summed (a window grown
     from the initial point saw one bump: log 2 short), exact with the whole-support proof. PyMC writes the uniform's
     log pmf in float32, so the truth uses the same constant."""
     with pm.Model() as model:
         k = pm.DiscreteUniform("k", 0, 5000)
-        pm.Potential("lik", _two_bumps(k, 1000.0, 3000.0, 30.0))
+        pm.Potential("lik", two_bumps(k, 1000.0, 3000.0, 30.0))
     ks = np.arange(5001)
-    truth = float(special.logsumexp(_two_bumps_np(ks, 1000.0, 3000.0, 30.0)) - np.float32(np.log(5001.0)))
+    truth = float(special.logsumexp(two_bumps_np(ks, 1000.0, 3000.0, 30.0)) - np.float32(np.log(5001.0)))
     proof, reason = _check(_evidence(model), truth, proven=True)
     assert "whole support" in proof and "5001 joint values" in reason
 
@@ -67,9 +60,9 @@ def test_categorical_with_5000_classes_is_summed_whole():
     p = np.full(5000, 1.0 / 5000)
     with pm.Model() as model:
         k = pm.Categorical("k", p)
-        pm.Potential("lik", _two_bumps(k, 700.0, 4100.0, 20.0))
+        pm.Potential("lik", two_bumps(k, 700.0, 4100.0, 20.0))
     ks = np.arange(5000)
-    truth = float(special.logsumexp(np.log(p) + _two_bumps_np(ks, 700.0, 4100.0, 20.0)))
+    truth = float(special.logsumexp(np.log(p) + two_bumps_np(ks, 700.0, 4100.0, 20.0)))
     proof, _ = _check(_evidence(model), truth, proven=True)
     assert "whole support" in proof
 
@@ -105,9 +98,9 @@ def test_geometric_with_a_far_mode_under_a_potential_carries_an_se():
     1..1e5 (beyond, the prior's mass is (0.99)^1e5 < e^-1000 and the Potential is at most log 2)."""
     with pm.Model() as model:
         k = pm.Geometric("k", F64(0.01))
-        pm.Potential("lik", _two_bumps(k, 50.0, 1500.0, 5.0))
+        pm.Potential("lik", two_bumps(k, 50.0, 1500.0, 5.0))
     ks = np.arange(1, 100_000)
-    truth = float(special.logsumexp(stats.geom.logpmf(ks, 0.01) + _two_bumps_np(ks, 50.0, 1500.0, 5.0)))
+    truth = float(special.logsumexp(stats.geom.logpmf(ks, 0.01) + two_bumps_np(ks, 50.0, 1500.0, 5.0)))
     res = _evidence(model)
     _, reason = _check(res, truth, proven=False)
     assert 0 < res.log_z_se < 1e-6 and res.reliable
