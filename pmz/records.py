@@ -66,7 +66,8 @@ class DrawsTrust:
     divergent : str
         Why those divergences make the draws untrustworthy ("" when they are few).
     missed_mode : str or None
-        Why the draws miss a mode a climb from prior draws found ("" when none that matters; None: not searched).
+        Why the draws miss a mode that a climb from prior draws or a mixture component led to ("" when none that
+        matters; None: not searched).
     """
 
     check: DrawsCheck | None = None

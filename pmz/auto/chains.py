@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..runners.draw_trust import (MISSED_MASS, N_MISSED_SEARCH, PEAK_DECREMENT, draws_from_posterior, finite_starts,
-                                  peak_census, peaks_outside)
+                                  missed_peaks, peak_census)
 from ..runners.modes import cluster_chains, fit_mode_components, laplace_log_masses, mode_masses
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat
 
@@ -165,14 +165,21 @@ def search_modes(target, prior, draws, rng) -> ModeSearch:
                       float(np.sum(sizes == 1)) / reached)
 
 
-def chains_at(target, draws, starts, rng):
-    """``draws`` with one new chain from each row of ``starts`` appended (as many draws as the others, the same step
-    size and metric; their group is group 0's): the modes route runs one in each peak its search found, at most as
-    many as there are chains."""
+def chains_at(target, draws, starts, rng, covs=None):
+    """``draws`` with one new chain from each row of ``starts`` appended (as many draws as the others, the same
+    metric; their group is group 0's): the modes route runs one in each peak its search found, at most as many as
+    there are chains. The step size is the others' median, times the peak's smallest sd in the metric's units
+    where ``covs (k, dim, dim)`` gives the peak's inverse curvature (NaN where not measured) and that sd is below
+    1: a mixture component 1000 times narrower than the bulk, started with the bulk's step, rejected every move,
+    and its component, fitted to one repeated point, weighed nothing."""
     k = starts.shape[0]
-    empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)),
-                    step_size=np.full(k, float(np.median(draws.step_size))), divergences=0, n_grad_evals=0,
-                    seconds=0.0, acceptance=0.0)
+    step = np.full(k, float(np.median(draws.step_size)))
+    if covs is not None:
+        measured = np.all(np.isfinite(np.asarray(covs, dtype=float)), axis=(1, 2))  # NaN: not measured
+        if measured.any():
+            step[measured] *= np.minimum(1.0, _smallest_sd_in_metric(draws.metric, np.asarray(covs)[measured]))
+    empty = replace(draws, x=np.empty((k, 0, target.dim)), log_posterior=np.empty((k, 0)), step_size=step,
+                    divergences=0, n_grad_evals=0, seconds=0.0, acceptance=0.0)
     more = continue_sampling(target, empty, rng, draws.n_draws, start=starts)
     x = np.concatenate([draws.x, more.x])
     log_post = np.concatenate([draws.log_posterior, more.log_posterior])
@@ -184,6 +191,16 @@ def chains_at(target, draws, starts, rng):
                    divergences=draws.divergences + more.divergences, divergences_by_chain=by_chain, group=group,
                    rhat=max_split_rhat(x, log_post), n_grad_evals=draws.n_grad_evals + more.n_grad_evals,
                    seconds=draws.seconds + more.seconds)
+
+
+def _smallest_sd_in_metric(metric, covs) -> np.ndarray:
+    """``sqrt(lambda_min(L^-1 C L^-T))`` for each ``C`` of ``covs``, ``L L' = metric`` (a diagonal as a vector or a
+    dense matrix): each peak's narrowest sd in the units the chains' metric measures the bulk in."""
+    metric = np.asarray(metric, dtype=float)
+    chol = np.linalg.cholesky(metric) if metric.ndim == 2 else np.diag(np.sqrt(metric))
+    whitened = np.linalg.solve(chol, np.linalg.solve(chol, np.asarray(covs, dtype=float)).transpose(0, 2, 1))
+    lam = np.linalg.eigvalsh(0.5 * (whitened + whitened.transpose(0, 2, 1)))
+    return np.sqrt(np.maximum(lam[:, 0], 0.0))
 
 
 def sample_chains(context) -> ChainsFindings:
@@ -254,29 +271,23 @@ def _second_pass(context, findings) -> ChainsFindings:
 
 def _missed_by_agreeing_chains(context, findings) -> ChainsFindings:
     """pmz's own chains that agree may still all miss a mode (they start over the prior, but a basin few prior draws
-    fall in is easily missed): :data:`N_MISSED_SEARCH` exact prior draws climb the log density
-    (:func:`pmz.runners.draw_trust.peaks_outside`, 50 steps), and a peak in none of the chains' clusters whose
-    Laplace mass (:func:`pmz.runners.modes.laplace_log_masses`) is above :data:`MISSED_MASS` of the chains' own
-    Laplace mass gets a chain. The chains then disagree and the modes route weighs every mode. The same search as
-    for draws given as ``posterior=`` (:func:`pmz.runners.draw_trust.missed_mode`), independent of the chains'
-    draws."""
+    fall in is easily missed, and a narrow mixture component's basin is reached by no climb at all): a peak that
+    :func:`pmz.runners.draw_trust.missed_peaks` finds in none of the chains' clusters (climbs from
+    :data:`N_MISSED_SEARCH` exact prior draws, and the peaks of the mixture branches) whose Laplace mass is above
+    :data:`MISSED_MASS` of the chains' own Laplace mass gets a chain. The chains then disagree and the modes route
+    weighs every mode. The same search as for draws given as ``posterior=``
+    (:func:`pmz.runners.draw_trust.missed_mode`), independent of the chains' draws."""
     draws, options, clock = findings.draws, context.options, context.clock
     if not findings.own or not draws.rhat <= options.max_rhat or clock.left() <= 0 or context.prior is None:
         return findings
     rng = context.streams.search.spawn(1)[0]
-    X = draws.x.reshape(-1, draws.x.shape[2])
-    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
-    found = peaks_outside(context.target, context.prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)),
-                          n_steps=50)
-    clock.mark(f"search for modes the chains miss ({N_MISSED_SEARCH} climbs from prior draws)")
-    if found is None or found.shape[0] == 0:
+    found = missed_peaks(context.target, context.prior, draws, rng)
+    clock.mark(f"search for modes the chains miss ({N_MISSED_SEARCH} climbs from prior draws, mixture components)")
+    chains_mass = float(np.max(draws.log_posterior)) + 0.5 * np.linalg.slogdet(2.0 * np.pi * found.draws_cov)[1]
+    missed = np.flatnonzero(found.log_masses - chains_mass > np.log(MISSED_MASS))[: options.n_chains]
+    if not missed.size:
         return findings
-    log_mass = laplace_log_masses(context.target, found, cov, max_decrement=PEAK_DECREMENT)
-    chains_mass = float(np.max(draws.log_posterior)) + 0.5 * np.linalg.slogdet(2.0 * np.pi * cov)[1]
-    missed = found[log_mass - chains_mass > np.log(MISSED_MASS)][: options.n_chains]
-    if not missed.shape[0]:
-        return findings
-    draws = chains_at(context.target, draws, missed, rng)
+    draws = chains_at(context.target, draws, found.points[missed], rng, covs=found.covs[missed])
     clock.mark(f"chains at {missed.shape[0]} modes the chains missed")
     n_modes = separate_modes(draws, options.max_rhat) if not draws.rhat <= options.max_rhat else 0
     return replace(findings, draws=draws, n_modes=n_modes)

@@ -14,9 +14,11 @@ for Z whatever the weights, and a reference this close needs few temperatures.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..families import GeometricPath
 from ..reliability import assess
-from ..runners.draw_trust import untrusted_chains_reason
+from ..runners.draw_trust import MISSED_MASS, branch_modes, untrusted_chains_reason
 from ..runners.modes import mode_reference
 from .chains import N_MODE_SEARCH, chains_at, search_modes
 from .contract import Named, Outcome
@@ -60,19 +62,46 @@ class ModesRoute:
             if unsettled:
                 context.many_modes = f"{reason}; the modes do not settle: {unsettled}"
                 return Outcome(reason=context.many_modes)
-            if search.n_found:
-                draws = chains_at(context.target, draws, search.peaks, context.streams.search)
-                context.clock.mark(f"a chain in each of the {search.n_found} peaks found")
-                reason += (f"; a search from {N_MODE_SEARCH} prior draws found {search.n_found} more and ran a "
-                           "chain in each")
+            starts, covs, n_branch = _with_branch_peaks(context, draws, search)
+            if starts.shape[0]:
+                draws = chains_at(context.target, draws, starts, context.streams.search, covs=covs)
+                context.clock.mark(f"a chain in each of the {starts.shape[0]} peaks found")
+                found = [f"a search from {N_MODE_SEARCH} prior draws found {search.n_found} more"] if \
+                    search.n_found else []
+                found += [f"the mixture's components led to {n_branch} more"] if n_branch else []
+                reason += f"; {' and '.join(found)} and ran a chain in each"
         return _from_mixture(context, draws, reason)
+
+
+def _with_branch_peaks(context, draws, search):
+    """The peaks a chain is run in: those the search found, and those the mixture branches of the log density lead
+    to (:func:`pmz.runners.draw_trust.branch_modes`: a narrow component no climb reaches) in none of the chains'
+    clusters, 3 of their sd from every peak found, with a Laplace mass above :data:`MISSED_MASS` of the chains';
+    at most as many as there are chains. Returns ``(starts, covs, n_from_branches)``, ``covs`` the inverse
+    curvature at each (NaN where the search did not measure it), which sets the new chains' step sizes."""
+    X = draws.x.reshape(-1, draws.x.shape[2])
+    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
+    branch = branch_modes(context.target, draws, cov)
+    chains_mass = float(np.max(draws.log_posterior)) + 0.5 * np.linalg.slogdet(2.0 * np.pi * cov)[1]
+    new = [i for i in range(branch.points.shape[0]) if branch.log_masses[i] - chains_mass > np.log(MISSED_MASS)
+           and all(_far(branch.points[i], peak, branch.covs[i]) for peak in search.peaks)]
+    new = new[: max(draws.n_chains - search.peaks.shape[0], 0)]
+    starts = np.concatenate([search.peaks, branch.points[new]])
+    unmeasured = np.full((search.peaks.shape[0], X.shape[1], X.shape[1]), np.nan)
+    covs = np.concatenate([unmeasured, branch.covs[new]])
+    return starts, covs, len(new)
+
+
+def _far(point, peak, cov) -> bool:
+    gap = point - peak
+    return float(gap @ np.linalg.solve(cov, gap)) > 9.0
 
 
 def _unsettled(search, n_chains: int) -> str:
     """Why the modes found cannot be trusted to be all that matter ("" when they can): more true peaks (not the
-    ends of climbs stopped on a slope) outside the chains' clusters than there are chains (a chain is run in each found peak, at most that many), or, with at
-    least :data:`MANY_MODES` of them, a Good-Turing chance above :data:`UNSEEN` that one more climb finds a peak
-    none has reached."""
+    ends of climbs stopped on a slope) outside the chains' clusters than there are chains (a chain is run in each
+    found peak, at most that many), or, with at least :data:`MANY_MODES` of them, a Good-Turing chance above
+    :data:`UNSEEN` that one more climb finds a peak none has reached."""
     if search.n_peaks > n_chains:
         return (f"a search from {N_MODE_SEARCH} prior draws reached {search.n_peaks} peaks outside the chains' "
                 f"clusters, more than the {n_chains} new chains a mixture may add")

@@ -7,7 +7,8 @@ posterior, e.g. a funnel's neck) while time is left; a log density that jumps by
 variable (:func:`pmz.model.jumps.finite_jumps`: a region behind a step up is invisible to gradients); and, as the
 plan's second entry, where the modes route found modes that do not settle (a product of double wells: more modes
 than any list of them). The estimate is corrected to the density as written (:func:`density_evidence`), so that
-every route answers the same question.
+every route answers the same question. Where a mixture in the log density has a narrow component that no final
+particle reached (:func:`pmz.runners.draw_trust.particles_miss_a_component`), the result is flagged.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..model.discrete_sum import MAX_CONFIGURATIONS
 from ..reliability import assess
-from ..runners.draw_trust import divergent, untrusted_chains_reason
+from ..runners.draw_trust import divergent, particles_miss_a_component, untrusted_chains_reason
 from .contract import Named, Outcome
 from .smc_runs import equally_weighted_runs, smc_runs
 
@@ -67,9 +68,10 @@ class TemperedRoute:
             reason = context.many_modes or untrusted_chains_reason(draws, context.options.max_rhat, own_chains=True)
             chains = dict(rhat=draws.rhat, divergences=draws.divergences,
                           n_posterior_draws=draws.n_chains * draws.n_draws)
+        particles = equally_weighted_runs(record, rng.spawn(1)[0])
+        missed = "" if context.discrete_left else particles_miss_a_component(full, particles, est.log_z)
         return Outcome(reason=reason, answer=answer, estimates=(answer,), counted=(answer,), result_record=record,
-                       posterior_x=equally_weighted_runs(record, rng.spawn(1)[0]), on_full_model=True,
-                       unreliable=cut, **chains)
+                       posterior_x=particles, on_full_model=True, unreliable=cut or missed, **chains)
 
 
 def density_evidence(est, family, target, rng):

@@ -7,7 +7,8 @@
   not follow the posterior everywhere (a funnel's neck);
 * **the Stein identities** (:func:`pmz.runners.draws_check.check_draws`): draws of another model with the same
   variable names;
-* **a missed mode** (:func:`missed_mode`): prior draws climb to a peak where the draws never go;
+* **a missed mode** (:func:`missed_mode`, :func:`missed_peaks`): prior draws climb to a peak where the draws never
+  go, or a branch of a mixture in the log density leads to one (:mod:`pmz.runners.branch_search`);
 * **chains that disagree** (:func:`untrusted_chains_reason`): split R-hat and divergences together;
 * the user's draws as chains (:func:`draws_from_posterior`, :func:`chains_from_flat`), and the verdict on them
   as one typed record (:func:`given_draws_trust`, :class:`pmz.records.DrawsTrust`);
@@ -17,16 +18,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..model.pymc import ModelSpecificationError
 from ..records import DrawsTrust
-from .modes import climb, cluster_chains, laplace_log_masses, new_modes
+from .branch_search import BranchPeaks, branch_peaks
+from .modes import climb, cluster_chains, laplace_log_masses, new_modes, outside_clusters
 from .posterior_hmc import PosteriorDraws, WarmupNotes, dispersed_starts, log_posterior_and_grad, max_split_rhat
 from .draws_check import mismatch_reason
 from .starts import divergences_in, divergences_reason, posterior_to_flat, too_many_divergences
 
 __all__ = [
+    "branch_modes",
     "MISSED_MASS",
     "N_MISSED_SEARCH",
     "chains_from_flat",
@@ -35,6 +40,9 @@ __all__ = [
     "finite_starts",
     "given_draws_trust",
     "missed_mode",
+    "missed_peaks",
+    "particles_miss_a_component",
+    "MissedPeaks",
     "peak_census",
     "peaks_outside",
     "prior_reference",
@@ -133,41 +141,108 @@ def peak_census(target, prior, draws, rng, n, scale, n_steps=100):
     return found, sizes, int(np.sum(np.isfinite(values) & (values > floor)))
 
 
+@dataclass(frozen=True)
+class MissedPeaks:
+    """Peaks in none of the draws' clusters (:func:`missed_peaks`), the largest Laplace mass first: ``points (n,
+    dim)``, ``log_masses (n,)`` and ``covs (n, dim, dim)``, the inverse curvature where the search measured it (a
+    mixture branch's peak; NaN otherwise), and the draws' covariance ``draws_cov``."""
+
+    points: np.ndarray
+    log_masses: np.ndarray
+    covs: np.ndarray
+    draws_cov: np.ndarray
+
+
+def missed_peaks(target, prior, draws, rng) -> MissedPeaks:
+    """Peaks in none of the draws' clusters, and their Laplace log masses (:class:`MissedPeaks`). Two searches,
+    independent of the draws but for where they start:
+
+    * :data:`N_MISSED_SEARCH` exact prior draws climb the log density (:func:`peaks_outside`, 50 steps); a climbed
+      point gets a Laplace mass ``log p~(peak) + log det(2 pi Sigma) / 2``, ``Sigma`` its inverse curvature
+      (:func:`pmz.runners.modes.laplace_log_masses`; ``-inf``, dropped, where it is no peak: the curvature not
+      positive definite, or a Newton decrement ``g' Sigma g`` above :data:`PEAK_DECREMENT`. A climb stopped on a
+      slope, a funnel's neck, is no mode: on a bambi model with a group-level intercept it gave "about 97% of the
+      mass" at points of gradient 10-160);
+    * the peaks of every branch of a mixture in the log density, from the draws' highest point
+      (:func:`pmz.runners.branch_search.branch_peaks`): a component far narrower than the bulk, whose basin no
+      climb reaches."""
+    X = draws.x.reshape(-1, draws.x.shape[2])
+    dim = X.shape[1]
+    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(dim)
+    points, log_masses, covs = [np.zeros((0, dim))], [np.zeros(0)], [np.zeros((0, dim, dim))]
+    found = peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
+    if found is not None and found.shape[0]:
+        points.append(found)
+        log_masses.append(laplace_log_masses(target, found, cov, max_decrement=PEAK_DECREMENT))
+        covs.append(np.full((found.shape[0], dim, dim), np.nan))
+    branches = branch_modes(target, draws, cov)
+    points.append(branches.points)
+    log_masses.append(branches.log_masses)
+    covs.append(branches.covs)
+    points, log_masses, covs = np.concatenate(points), np.concatenate(log_masses), np.concatenate(covs)
+    keep = np.flatnonzero(np.isfinite(log_masses))
+    keep = keep[np.argsort(-log_masses[keep], kind="stable")]
+    return MissedPeaks(points[keep], log_masses[keep], covs[keep], cov)
+
+
+def branch_modes(target, draws, cov) -> BranchPeaks:
+    """The peaks that the branches of a mixture in the log density lead to from the draws' highest point
+    (:func:`pmz.runners.branch_search.branch_peaks`, first stencils scaled by ``cov``), in none of the draws'
+    clusters."""
+    X = draws.x.reshape(-1, draws.x.shape[2])
+    found = branch_peaks(target, X[np.argmax(draws.log_posterior.reshape(-1))], cov)
+    outside = outside_clusters(draws.x, cluster_chains(draws.x), found.points)
+    return BranchPeaks(found.points[outside], found.heights[outside], found.covs[outside], found.log_masses[outside])
+
+
 def missed_mode(target, prior, draws, rng, log_z) -> str:
     """Why posterior draws that did not come from pmz's own dispersed chains (``posterior=``, or bridge sampling's
     ``pm.sample``) cannot be trusted because they miss a mode ("" when the search finds none that matters).
 
-    :data:`N_MISSED_SEARCH` exact prior draws climb the log density (:func:`pmz.runners.modes.climb`, 50 steps);
-    a peak that lies in none of the draws' clusters (:func:`pmz.runners.modes.new_modes`) gets a Laplace mass
-    ``log p~(peak) + log det(2 pi Sigma) / 2``, ``Sigma`` its inverse curvature
-    (:func:`pmz.model.reference.curvature_reference`; the draws' covariance where the curvature is not
-    positive definite), and a share ``m / (Z + m)`` of the mass against the draws' estimate ``log_z``. Above
-    :data:`MISSED_MASS` the draws miss part of the posterior: a symmetric bimodal posterior whose draws all sit
-    in one mode is log 2 short (-14.116 +- 0.000 where the truth is -13.422).
-
-    Only a point the climb brought to a peak counts: a concave neighbourhood (the curvature positive definite) and
-    a Newton decrement ``g' Sigma g`` of at most :data:`PEAK_DECREMENT` (the quadratic model's top within a nat).
-    A climb stopped on a slope (a funnel's neck, where 50 steps keep going towards a small scale) is no mode: on a
-    bambi model with a group-level intercept it gave "about 97% of the mass" at points of gradient 10-160."""
+    Every peak :func:`missed_peaks` finds outside the draws gets a share ``m / (Z + m)`` of the mass, ``m`` its
+    Laplace mass, against the draws' estimate ``log_z``. Above :data:`MISSED_MASS` the draws miss part of the
+    posterior: a symmetric bimodal posterior whose draws all sit in one mode is log 2 short (-14.116 +- 0.000
+    where the truth is -13.422)."""
     if not np.isfinite(log_z):
         return ""
-    X = draws.x.reshape(-1, draws.x.shape[2])
-    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
-    found = peaks_outside(target, prior, draws, rng, N_MISSED_SEARCH, np.sqrt(np.diag(cov)), n_steps=50)
-    if found is None or found.shape[0] == 0:
-        return ""
-    log_mass = laplace_log_masses(target, found, cov, max_decrement=PEAK_DECREMENT)
-    log_mass = log_mass[np.isfinite(log_mass)]  # points that are no peak: a saddle, a ridge, an unfinished slope
+    log_mass = missed_peaks(target, prior, draws, rng).log_masses
     if not log_mass.size:
         return ""
     shares = np.exp(log_mass - np.logaddexp(log_z, log_mass))
     best = int(np.argmax(shares))
     if not shares[best] > MISSED_MASS:
         return ""
-    return (f"the draws miss a mode: a climb from {N_MISSED_SEARCH} prior draws found a peak where they never "
-            f"go, holding about {shares[best]:.0%} of the posterior mass by a Laplace approximation; use "
-            "method='auto' without posterior= (its chains start all over the prior and its modes route weighs "
-            "every mode)")
+    return (f"the draws miss a mode: a search from prior draws and the model's mixture components found a peak "
+            f"where they never go, holding about {shares[best]:.0%} of the posterior mass by a Laplace "
+            "approximation; use method='auto' without posterior= (its chains start all over the prior and its "
+            "modes route weighs every mode)")
+
+
+def particles_miss_a_component(target, particles, log_z) -> str:
+    """Why the final particles of SMC from the prior cannot be trusted because they miss a narrow component of a
+    mixture in the log density ("" when none is missed or the log density has no mixture pmz can read): the peaks
+    of its branches (:func:`pmz.runners.branch_search.branch_peaks`, from the highest particle) that no particle
+    comes within 3 of their own Laplace sd of, with a Laplace share ``m / (Z + m)`` above :data:`MISSED_MASS`
+    against the particles' estimate ``log_z``. A component 30 times narrower than the bulk and 10 sd from it, with
+    30% of the mass, was missed by every particle (0.33 nats low, reliable): the tempered mass in its basin stays
+    negligible until late, when no particle is near it."""
+    if not np.isfinite(log_z) or particles is None:
+        return ""
+    X = np.asarray(particles, dtype=float).reshape(-1, target.dim)
+    lp, ll = target.log_densities(X)
+    with np.errstate(invalid="ignore"):
+        best = int(np.nanargmax(np.where(np.isfinite(lp + ll), lp + ll, -np.inf)))
+    cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(target.dim)
+    found = branch_peaks(target, X[best], cov)
+    shares = np.exp(found.log_masses - np.logaddexp(log_z, found.log_masses))
+    for point, c, share in zip(found.points, found.covs, shares):
+        if not share > MISSED_MASS:
+            continue
+        gap = X - point
+        if np.min(np.einsum("ij,ij->i", gap @ np.linalg.inv(c), gap)) > 9.0:
+            return (f"the particles miss a mode: a narrow component of a mixture in the log density peaks where no "
+                    f"particle went, holding about {share:.0%} of the posterior mass by a Laplace approximation")
+    return ""
 
 
 def given_draws_trust(check, divergences, n_draws: int, option: str, missed: str | None = None) -> DrawsTrust:

@@ -40,6 +40,7 @@ __all__ = [
     "mode_masses",
     "mode_reference",
     "new_modes",
+    "outside_clusters",
 ]
 
 
@@ -127,11 +128,9 @@ def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_dens
     ``(points, sizes)``, the number of the given points in each group as well."""
     x = np.asarray(x, dtype=float)
     within = _within_sd(x)
-    means = np.array([x[labels == c].reshape(-1, x.shape[2]).mean(axis=0) for c in range(int(labels.max()) + 1)])
     keep = np.isfinite(values) & (values > min_log_density)
     points, values = points[keep], values[keep]
-    far = (np.min(np.max(np.abs(points[:, None, :] - means[None]) / within, axis=2), axis=1) >= threshold
-           if points.shape[0] else np.zeros(0, dtype=bool))
+    far = outside_clusters(x, labels, points, threshold=threshold)
     points, values = points[far], values[far]
     if points.shape[0] == 0:
         return (points, np.zeros(0, dtype=int)) if counts else points
@@ -140,6 +139,17 @@ def new_modes(x, labels, points, values, *, threshold: float = 3.0, min_log_dens
     if counts:
         return points[best], np.array([int(np.sum(groups == g)) for g in np.unique(groups)])
     return points[best]
+
+
+def outside_clusters(x, labels, points, *, threshold: float = 3.0) -> np.ndarray:
+    """Which ``points (n, dim)`` lie at least ``threshold`` within-chain sd (:func:`cluster_chains`' distance)
+    from the mean of every cluster of the chains ``x`` (chain, draw, dim) labelled ``labels``."""
+    x, points = np.asarray(x, dtype=float), np.atleast_2d(points)
+    if not points.shape[0]:
+        return np.zeros(0, dtype=bool)
+    within = _within_sd(x)
+    means = np.array([x[labels == c].reshape(-1, x.shape[2]).mean(axis=0) for c in range(int(labels.max()) + 1)])
+    return np.min(np.max(np.abs(points[:, None, :] - means[None]) / within, axis=2), axis=1) >= threshold
 
 
 def laplace_log_masses(compiled, peaks, cov, *, max_decrement: float = 2.0) -> np.ndarray:

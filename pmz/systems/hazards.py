@@ -29,7 +29,7 @@ The columns (``hazards()``, in this order):
 * ``tiny_budget``: a 10-coefficient linear regression run with a tiny budget (the method's own tiny options);
 * the default's shortcuts (:mod:`pmz.systems.shortcut_hazards`; the default's row only, and ``constant_draws`` for the
   methods that take ``posterior=``): ``far_support_mode``, ``slow_tail_count``, ``abs_latents``,
-  ``switching_potential``, ``planted_mode``, ``many_modes``, ``constant_draws``.
+  ``switching_potential``, ``planted_mode``, ``narrow_mode``, ``many_modes``, ``constant_draws``.
 
 Examples
 --------

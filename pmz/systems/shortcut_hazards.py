@@ -10,6 +10,8 @@ approximation without an independent check, was confidently wrong (each with its
   the step: 0.032 short, se 0);
 * ``planted_mode``: an 8-D posterior with a second mode of 5% of the mass 30 sd away (:func:`pmz.systems.planted_mode`;
   the chains all sat in the first: 0.054 short, z = -6.6);
+* ``narrow_mode``: the same with a second mode of 30% of the mass 1000 times narrower than the first (its basin no
+  climb reaches: log 0.7 short, z = -233, before the mixture's branches were searched);
 * ``many_modes``: a product of six double wells and six Gaussian coordinates (:func:`pmz.systems.double_wells`, 64
   modes of unequal mass: a mixture over the few found was 0.05 short, z = -5);
 * ``constant_draws``: the baseline with ``posterior=`` draws that never moved (a stuck chain: 11.7 nats low, z = -169).
@@ -125,6 +127,7 @@ def _constant_draws(seed: int) -> xr.Dataset:
 def shortcut_columns(hazard_type, baseline_build, baseline_log_z) -> list:
     """The columns above as ``hazard_type`` (:class:`pmz.systems.hazards.Hazard`) instances, in order."""
     planted, wells = planted_mode(8, 0.05, 1.0, 30.0), double_wells(6, 6)
+    narrow = planted_mode(8, 0.3, 1000.0, 30.0)
     auto = ("auto",)
     return [
         hazard_type("far_support_mode", "DiscreteUniform(0, 5000) with a second mode 2000 values away",
@@ -137,6 +140,8 @@ def shortcut_columns(hazard_type, baseline_build, baseline_log_z) -> list:
                     _switching_potential, _switching_potential_log_z(), methods=auto),
         hazard_type("planted_mode", "8-D, a second mode of 5% of the mass 30 sd away", lambda: planted.model,
                     planted.log_z, methods=auto),
+        hazard_type("narrow_mode", "8-D, a second mode of 30% of the mass, 1000 times narrower, 30 sd away",
+                    lambda: narrow.model, narrow.log_z, methods=auto),
         hazard_type("many_modes", "a product of six double wells (64 modes of unequal mass) in 12-D",
                     lambda: wells.model, wells.log_z, methods=auto),
         hazard_type("constant_draws", "posterior= draws that never moved (a stuck chain)", baseline_build,

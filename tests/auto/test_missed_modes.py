@@ -116,3 +116,43 @@ def test_absolute_latents_with_an_unknown_scale():
     value = integrate.quad(lambda v: np.exp(log_joint(v) - top), 1e-6, 8, points=[0.1, 0.3, 0.5, 1.0], limit=500,
                            epsrel=1e-10)[0]
     _right_or_flagged(_evidence(model, 1), float(np.log(value) + top), 0.2)
+
+
+@pytest.mark.parametrize("dim, mass, ratio", [(2, 0.3, 1e4), (8, 0.5, 1e3)])
+def test_a_narrow_mixture_component_is_weighed(dim, mass, ratio):
+    """A planted mode far narrower than the main one, 30 sd away: 2-D, 1e4 times narrower with 30% of the mass (the
+    importance route found one mode: log 0.7 low, se 0.011, reliable), and 8-D, two equal modes 1000 times apart in
+    width (the bridge route: log 2 short, z = -95). No climb reaches such a basin; the branches of the mixture in the
+    log density lead to it (pmz.runners.branch_search), and a chain there runs with a step its width allows."""
+    system = pmz.systems.planted_mode(dim, mass, ratio, 30.0)
+    for seed in (0, 1):
+        _right_or_flagged(_evidence(system.model, seed), system.log_z, 0.1)
+
+
+def test_given_draws_that_miss_a_narrow_component_are_flagged():
+    """Draws of the main mode only (as a sampler started there gives), passed to bridge sampling: the search from
+    the mixture's branches finds the narrow mode holding 30% of the mass, and the result is flagged (or right)."""
+    import xarray as xr
+
+    system = pmz.systems.planted_mode(2, 0.3, 1e4, 30.0)
+    tau2 = 45.0**2
+    draws = np.random.default_rng(46).normal(size=(4, 500, 2)) * np.sqrt(tau2 / (tau2 + 1.0))
+    posterior = xr.Dataset({"x": (("chain", "draw", "x_dim_0"), draws)})
+    res = _evidence(system.model, 0, method="bridge", posterior=posterior)
+    _right_or_flagged(res, system.log_z, 0.1)
+    assert not res.reliable
+
+
+def test_smc_particles_that_miss_a_narrow_component_are_flagged():
+    """The tempered route (here because a Potential steps far out in the prior's tail, where it changes log Z by
+    less than 1e-40): SMC from the prior missed a planted mode 30 times narrower with 30% of the mass (0.33 nats
+    low, reliable); the particles are now checked against the peaks of the mixture's branches."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    system = pmz.systems.planted_mode(2, 0.3, 30.0, 10.0)
+    with system.model:
+        pm.Potential("step", pt.switch(system.model["x"][0] > 500.0, 1.0, 0.0))
+    res = _evidence(system.model, 0)
+    assert res.run_attrs["route"] == "tempered"  # the only route for a log density with a finite jump
+    _right_or_flagged(res, system.log_z, 0.1)

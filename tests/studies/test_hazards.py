@@ -40,6 +40,7 @@ MUST_ANSWER = {
     "heavy_tails": {"auto", "bar", "smc"},
     "high_dimension": {"auto", "bridge"},
     "draws_miss_mode": {"bar"},
+    "narrow_mode": {"auto"},
 }
 """Cells that must be answered: the baseline, and per hazard the methods that answered it on both stacks with
 seeds 1-2 and on PyMC 6 with seeds 3-5 as well (rts on the peaked likelihood answered on seeds 1, 2 and 4 but was
