@@ -213,6 +213,8 @@ def test_ti_discretisation():
     assert assess(fine) == fine
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method", ["ti", "ti_rb"])
 def test_ti_on_a_peaked_likelihood_is_flagged(method):
     """One observation with sd 1e-4 under mu ~ N(0, 1): TI over the default ladder is several nats off, far

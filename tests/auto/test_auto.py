@@ -103,6 +103,8 @@ def _bimodal_posterior():
     return truth.model, truth.log_z
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("case", [_bimodal, _bimodal_posterior], ids=["mu_squared", "two_means"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_route_modes_when_the_chains_sit_in_separate_modes(case, seed):
@@ -357,6 +359,8 @@ def test_draws_that_miss_a_mode_are_not_trusted():
     assert res.reliable and abs(res.log_z - truth) < 4 * res.log_z_se + TOL and res.log_z_se < 0.05
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_a_climb_that_stops_on_a_slope_is_no_missed_mode():
     """A group-level intercept, non-centred (the model bambi builds for ``y ~ x + (1|g)``), with pm.sample's draws:
     climbs from prior draws stop on the slope towards a small group scale, where the curvature is not that of a
@@ -416,6 +420,8 @@ def test_warm_up_stops_at_the_deadline():
     assert cut.x.shape[1] >= 10
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("seed", [3, 6])
 def test_path_route_is_cross_fitted_at_100_dimensions(seed, monkeypatch):
     """A 100-D Gaussian posterior (condition number 1e4, exact log Z) on the path route with Gaussians fitted to
@@ -502,6 +508,8 @@ def test_draws_are_bought_only_for_the_target_se():
     assert draws_wanted(1.0, 125, 125, options) == MAX_GROWTH * 125
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("target_se", [10.0, 1e-6])
 def test_path_route_doubles_its_paths_until_the_target_se(target_se):
     from pmz.auto.path_route import N_PATHS_FIRST, N_PATHS_MAX
@@ -621,6 +629,8 @@ def test_tempered_route_answers_for_the_density_as_written():
     assert res.log_z_se < 0.1
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_ordered_components_report_both_evidences():
     """Two exchangeable means under an ordered transform: the density as written integrates to 1/2!. Every route
     answers for the density as written (within 4 se + 0.01 of quadrature over the ordered region), and the result

@@ -56,6 +56,8 @@ def test_hierarchical_model_with_known_scales_is_exact():
     assert abs(res.log_z - system.log_z) < 1e-6 and res.log_z_se == 0.0
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("seed", [0, 1])
 def test_state_space_model_of_400_states(seed):
     """AR(1) states (400) with two unknown scales: the states are integrated out exactly (a band of P: four
@@ -194,6 +196,8 @@ def test_dense_pattern_stays_dense():
     assert isinstance(structure_from_pattern(A @ A.T != 0), DensePrecision)
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_second_peak_of_the_hyperparameters_hands_over_to_the_chains():
     """Gaussian latents whose scale enters as (a - 2): the marginal of a has two peaks (a = 0.5 and 3.5, masses
     0.47 / 0.53). One Student-t would serve one of them and miss half the mass; the scan along the peak's axis or

@@ -243,6 +243,8 @@ def _kind(method):
     return "tempering" if method in ("rts", "ts", "ti", "ti_rb", "mbar", "wang_landau") else "annealing"
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method", CHUNKABLE)
 def test_same_bits_for_any_chunking_and_executor(system, method):
     """One run path: the call without chunks, with 2 and 3 chunks, and on a 2-thread pool (8 chunks by default)
@@ -323,6 +325,8 @@ def assert_same_draws(a, b):
         np.testing.assert_array_equal(value, draws_b[name], err_msg=name)
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method", sorted(CHAIN_RUNS))
 def test_chain_groups_same_bits_no_executor_one_worker_two_workers(system, client, method):
     """auto's chains and bridge's pm.sample chains in two groups: no executor, one Dask worker and two give the
@@ -356,6 +360,8 @@ def test_auto_one_group_is_the_call_without_chunks(system):
         assert abs(res.log_z - system.log_z) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.05
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("route", ["path", "tempered"])
 def test_auto_routes_after_the_chains_on_an_executor(route):
     """The routes after the chains split their paths (path route: a skewed posterior with a strict k-hat limit) or
@@ -427,6 +433,8 @@ class InterruptAfter(concurrent.futures.Executor):
         return future
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method, k", [("bar", 3), ("rts", 1), ("smc", 1)])
 def test_interrupted_run_is_partial_and_resumes_to_the_same_bits(local, system, tmp_path, method, k):
     """The partial estimate within 4 se + 0.05 of the truth (fails with probability about 6e-5; |z| < 2.1 over 8
@@ -471,6 +479,8 @@ def test_ctrl_c_in_process_returns_the_finished_chunks(system, monkeypatch):
     assert res["work"].sizes["path"] == 32 and res["work"].sizes["reverse_path"] == 32
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_resampled_reverse_starts_wait_for_the_forward_chunks(system):
     """Reverse starts resampled from the forward run: the forward chunks first, then the reverse ones (same bits on
     a thread pool, whose workers rebuild the model from the payload as a process would)."""

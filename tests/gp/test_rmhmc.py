@@ -391,6 +391,8 @@ def test_kernel_leaves_the_gaussian_posterior_invariant():
     assert moved > 0.9
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_kernel_leaves_the_probit_posterior_invariant(probit_truth):
     """5-point probit GP at beta = 0.5 and 1: 2 x 1500 draws resampled from the importance-sampling truth, three
     transitions (the position-dependent metric with its implicit updates); moments stay within 4 se (particle MCSE

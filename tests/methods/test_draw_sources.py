@@ -33,6 +33,8 @@ def _sample(model, **kwargs):
                          compute_convergence_checks=False, **kwargs)
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_unconstrained_draws_are_read_as_stored(nig):
     """pm.sample with include_transformed: the flat particles are the stored sigma2_log__ values themselves (not
     log(sigma2) recomputed), and bridge sampling from them is right."""

@@ -87,6 +87,8 @@ def test_tempered_density_at_zero_ignores_minus_inf():
     np.testing.assert_array_equal(parts.log_density(np.array([0.0, 1.0])), [-1.0, -5.0])
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method", ["ti", "ti_rb", "raise", "mbar", "rts", "wang_landau", "bar", "smc"])
 def test_likelihood_zero_on_part_of_the_prior(support_model, method):
     """log Z and, for TI and RAISE, the prior mass where log L > -inf, each within 4 of its se (+0.02): about 6e-5
@@ -223,6 +225,8 @@ def _normal_mean_with(kind):
     return m
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("kind", ["+inf", "NaN"])
 @pytest.mark.parametrize("method", ["auto", "bar", "bridge"])
 def test_nan_or_infinite_density_is_never_reliable(kind, method):

@@ -263,6 +263,8 @@ def test_posterior_draws_of_another_model_are_flagged(normal_mean, method, optio
     assert "another model" in res.reliability_reason
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_check_draws_statistic(normal_mean):
     """Exact draws are not flagged (the flag needs 5 se and 0.02: probability below 3e-7); draws 1.5 posterior sd
     off are, for any seed (their statistic was 13 to 17 se over 20 seeds)."""
@@ -491,6 +493,8 @@ def test_ctrl_c_in_the_tempering_long_run_keeps_the_finished_sweeps(normal_mean,
     assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.2
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.skipif(PYMC_MAJOR >= 6, reason="PyTensor 3 compiles to Numba by default; the warning is PyTensor 2's")
 def test_no_blas_link_warning_from_pmz_compile():
     """PyTensor 2 (PyMC 5, pip install) warns in five lines that it found no BLAS to link, once per process, when it
@@ -514,6 +518,8 @@ print("compiled")
     assert "could not link to a BLAS" not in out.stderr
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method, options", [("auto", {}), ("bar", {"n_paths": 128}), ("smc", {"sequence": "data"})])
 def test_set_data_to_another_size_compiles_again(method, options):
     """``pm.set_data`` with 6 observations where the first call had 3, and a free variable whose shape follows
@@ -535,6 +541,8 @@ def test_set_data_to_another_size_compiles_again(method, options):
         assert abs(res.log_z - truth) < 4 * res.log_z_se + 0.02 and res.log_z_se < 0.1, (res.log_z, truth)
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_threads_on_one_model_get_the_bits_of_calls_in_turn():
     """Four threads calling pmz.evidence on one fresh model object (each compiling on first use): SMC's bits
     differed from the same calls one after the other, and BAR failed inside PyTensor ("'NoneType' object has no

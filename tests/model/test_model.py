@@ -178,6 +178,8 @@ def test_prior_and_likelihood_parts_match_pymc(model, cm, points, values_and_gra
     assert np.max(np.abs(ll - without_potential)) > 1e-3
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_potentials_in_prior_part(model, cm, points):
     cmp = CompiledModel(model, potentials="prior")
     lp, ll = cmp.log_densities(points)

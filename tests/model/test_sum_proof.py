@@ -67,6 +67,8 @@ def test_categorical_with_5000_classes_is_summed_whole():
     assert "whole support" in proof
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_negative_binomial_with_a_far_mode_and_a_slow_tail_is_proven():
     """(c) k ~ NegativeBinomial(mu=2000, alpha=0.2) (a slow tail: the pmf falls by 1e-4 per value) and eight counts
     y ~ 0.5 Poisson(k) + 0.5 Poisson(k / 500), all 12: modes near 12 and 6000, a dip of ~50 nats between them. Both
@@ -160,6 +162,8 @@ def test_mass_beyond_the_windows_that_may_be_large_is_flagged():
     assert res.log_z_se > 0 and not ev.attrs.get("proof")
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_far_mode_too_wide_to_sum_hands_over_with_a_reason():
     """A Geometric(1e-12) count (nearly flat out to 1e12) under a Potential with a bump at 10 and a broad one (sd
     1e7) at 1e9, nothing between 300 and 1e6: the far mode is found but its window needs more values than the sum

@@ -39,6 +39,8 @@ def test_ais_matches_exact_log_z(systems, name):
     ],
     ids=["rwmh", "geometric", "sigmoidal", "laplace"],
 )
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_ais_options_on_nig_regression(systems, options):
     """Other kernels, schedules and the geometric path from a Laplace reference (non-Gaussian posterior). A 4-se
     bound (+0.05): about 6e-5."""

@@ -8,12 +8,13 @@ answered (reliable, within the bound, se below :data:`SE_CAP`): a method that fl
 promise and be useless, so the baseline column and the cells where a method is known to work hold it to an answer.
 
 Tiers: the baseline column with one seed is in the quick tier (every method answers a conjugate model); the whole
-matrix is in the slow tier, for the seeds ``--hazard-seeds`` names (a pytest option, tests/conftest.py): seed 1
-by default, the run of the whole suite (``python -m pytest``, CI's PyMC 5 stack); CI's PyMC 6 stack runs seed 2
-(``python -m pytest -m slow tests/studies/test_hazards.py --hazard-seeds 2``), so that CI runs both seeds, one on
-each stack, where it ran both on PyMC 5 and none on PyMC 6. About 290 runs a seed, 11-12 minutes on one core (the
-cells' times that ``benchmarks/hazards.py`` keeps: seed 1 on PyMC 5 716 s, seed 2 on PyMC 6 642 s, the 100-D column
-a third of it; the quick tier's 18 runs take 20 s).
+matrix is in the slow tier, for the seeds ``--hazard-seeds`` names and the parts ``--hazard-parts`` selects (pytest
+options, tests/conftest.py): none by default, so the whole suite (``python -m pytest``) runs only the baseline.
+About 290 runs a seed, 9-12 minutes on one core (the cells' times that ``benchmarks/hazards.py`` keeps: seed 1 on
+PyMC 5 716 s, seed 2 on PyMC 6 642 s, the 100-D column a third of it; the quick tier's 18 runs take 20 s). CI runs
+each cell once: a third of the cells for seed 1 on PyMC 5 and the other two thirds for seed 2 on PyMC 6, the third
+rotating with the day, so that every cell runs on both stacks every three days (``.ci/run``); the parts interleave
+the cells, so each has about the same share of every column. ``--hazard-seeds 1`` runs every cell.
 A new method adds a row to ``ROWS`` (and its options), a new hazard a column to :mod:`pmz.systems.hazards`.
 """
 
@@ -60,21 +61,45 @@ def test_every_method_answers_the_baseline(method):
     _check(method, "baseline", 1)
 
 
-def cells(seeds) -> list:
-    """Every cell of the matrix for ``seeds`` (the baseline with seed 1 is the quick tier's)."""
-    return [
-        pytest.param(method, hazard, seed, id=f"{method}-{hazard}-{seed}")
+def cells(seeds, parts=(1,), n_parts=1) -> list:
+    """Every cell of the matrix for ``seeds`` (the baseline with seed 1 is the quick tier's); of those, the ones in
+    ``parts`` of ``n_parts`` interleaved parts (cell ``i`` in the matrix's order is in part ``i % n_parts + 1``:
+    each part gets about the same share of every column, and of its time)."""
+    every = [
+        (method, hazard, seed)
         for hazard in hazard_names()
         for seed in seeds
         for method in ROWS
         if applies(method, hazard) and not (hazard == "baseline" and seed == 1)
     ]
+    return [pytest.param(method, hazard, seed, id=f"{method}-{hazard}-{seed}")
+            for i, (method, hazard, seed) in enumerate(every) if i % n_parts + 1 in parts]
+
+
+def parse_parts(text: str) -> tuple[tuple[int, ...], int]:
+    """``"2,3/3"`` -> ``((2, 3), 3)``; a clear error for anything else.
+
+    >>> parse_parts("1/1")
+    ((1,), 1)
+    """
+    try:
+        which, n = text.split("/")
+        parts, n_parts = tuple(int(k) for k in which.split(",")), int(n)
+    except ValueError:
+        raise pytest.UsageError(f"--hazard-parts must be K/N or K,L/N, got {text!r}") from None
+    if n_parts < 1 or not parts or not all(1 <= k <= n_parts for k in parts):
+        raise pytest.UsageError(f"--hazard-parts: parts must lie in 1..N, got {text!r}")
+    return parts, n_parts
 
 
 def pytest_generate_tests(metafunc):
     if metafunc.function.__name__ == "test_hazard_matrix":
         seeds = [int(seed) for seed in str(metafunc.config.getoption("hazard_seeds")).split(",") if seed.strip()]
-        metafunc.parametrize("method, hazard, seed", cells(seeds))
+        parts, n_parts = parse_parts(str(metafunc.config.getoption("hazard_parts")))
+        params = cells(seeds, parts, n_parts) or [pytest.param(
+            None, None, None, id="no-seeds", marks=pytest.mark.skip(
+                reason="the matrix's slow cells run for the seeds --hazard-seeds names (CI runs them)"))]
+        metafunc.parametrize("method, hazard, seed", params)
 
 
 @pytest.mark.slow

@@ -168,6 +168,8 @@ def test_unreliable_run_makes_every_row_unreliable(normal_fit):
     assert "the run itself is unreliable: bootstrap disagrees" in table.loc["sd 5", "reason"]
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_errors_name_what_is_wrong(normal_fit):
     system, _, res = normal_fit
     with pm.Model() as positive:
