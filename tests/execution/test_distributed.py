@@ -278,6 +278,8 @@ def test_no_chunks_is_the_chunked_run(local, system, method):
                      local[method])
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("method", sorted(RUNS))
 def test_same_bits_no_executor_one_worker_two_workers(local, system, client, method):
     one_worker = client.get_executor(workers=[sorted(client.scheduler_info()["workers"])[0]])
@@ -293,6 +295,8 @@ def test_same_bits_no_executor_one_worker_two_workers(local, system, client, met
     assert on_one.run_attrs["n_workers"] == 1
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_default_chunks_with_an_executor(system, client):
     """Without n_chunks an executor splits the paths into 8 chunks, as n_chunks=8 does here."""
     options = {k: v for k, v in RUNS["bar"].items() if k != "n_chunks"}

@@ -147,7 +147,8 @@ def test_tempered_smc_matches_exact_log_z(system, method):
         assert positions[run == j][-1] == 1.0 and np.all(np.diff(positions[run == j]) > 0)
 
 
-@pytest.mark.parametrize("system", ["normal_mean", "nig_regression"])
+@pytest.mark.parametrize("system", ["normal_mean", pytest.param("nig_regression", marks=[
+    pytest.mark.slow, pytest.mark.both_stacks])])  # the second model moved from the quick tier (under 5 minutes)
 def test_data_annealing_and_tempering_agree(system):
     """Each within 4 se + 0.05 of the exact value and of each other (6e-5 each if the ses are right), se < 0.25
     (module docstring: median se of data annealing on nig_regression 0.078 over 15 seeds)."""
