@@ -18,6 +18,7 @@ import numpy as np
 
 from ..families import GeometricPath
 from ..reliability import assess
+from ..runners.branch_search import has_branches
 from ..runners.draw_trust import MISSED_MASS, branch_modes, untrusted_chains_reason
 from ..runners.modes import mode_reference
 from .chains import N_MODE_SEARCH, chains_at, search_modes
@@ -80,6 +81,8 @@ def _with_branch_peaks(context, draws, search):
     at most as many as there are chains. Returns ``(starts, covs, n_from_branches)``, ``covs`` the inverse
     curvature at each (NaN where the search did not measure it), which sets the new chains' step sizes."""
     X = draws.x.reshape(-1, draws.x.shape[2])
+    if not has_branches(context.target):
+        return search.peaks, np.full((search.peaks.shape[0], X.shape[1], X.shape[1]), np.nan), 0
     cov = np.atleast_2d(np.cov(X, rowvar=False)) + 1e-10 * np.eye(X.shape[1])
     branch = branch_modes(context.target, draws, cov)
     chains_mass = float(np.max(draws.log_posterior)) + 0.5 * np.linalg.slogdet(2.0 * np.pi * cov)[1]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BranchPeaks", "branch_peaks", "newton_peaks", "MAX_DIM"]
+__all__ = ["BranchPeaks", "branch_peaks", "has_branches", "newton_peaks", "MAX_DIM"]
 
 MAX_DIM = 40  # coordinates up to which the search runs (a stencil of 2 dim^2 + 1 points per Newton step)
 N_NEWTON = 40  # Newton steps at most
@@ -43,6 +43,14 @@ class BranchPeaks:
     @staticmethod
     def none(dim: int) -> BranchPeaks:
         return BranchPeaks(np.zeros((0, dim)), np.zeros(0), np.zeros((0, dim, dim)), np.zeros(0))
+
+
+def has_branches(compiled) -> bool:
+    """Whether :func:`branch_peaks` has anything to climb: a mixture pmz can read, in at most :data:`MAX_DIM`
+    coordinates (cheap: the graph is read once per compiled model)."""
+    from ..model.mixture_branches import branch_densities
+
+    return compiled.dim <= MAX_DIM and branch_densities(compiled) is not None
 
 
 def branch_peaks(compiled, starts, cov) -> BranchPeaks:

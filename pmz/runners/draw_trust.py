@@ -24,7 +24,7 @@ import numpy as np
 
 from ..model.pymc import ModelSpecificationError
 from ..records import DrawsTrust
-from .branch_search import BranchPeaks, branch_peaks
+from .branch_search import BranchPeaks, branch_peaks, has_branches
 from .modes import climb, cluster_chains, laplace_log_masses, new_modes, outside_clusters
 from .posterior_hmc import PosteriorDraws, WarmupNotes, dispersed_starts, log_posterior_and_grad, max_split_rhat
 from .draws_check import mismatch_reason
@@ -191,6 +191,8 @@ def branch_modes(target, draws, cov) -> BranchPeaks:
     clusters."""
     X = draws.x.reshape(-1, draws.x.shape[2])
     found = branch_peaks(target, X[np.argmax(draws.log_posterior.reshape(-1))], cov)
+    if not found.points.shape[0]:
+        return found
     outside = outside_clusters(draws.x, cluster_chains(draws.x), found.points)
     return BranchPeaks(found.points[outside], found.heights[outside], found.covs[outside], found.log_masses[outside])
 
@@ -226,8 +228,8 @@ def particles_miss_a_component(target, particles, log_z) -> str:
     against the particles' estimate ``log_z``. A component 30 times narrower than the bulk and 10 sd from it, with
     30% of the mass, was missed by every particle (0.33 nats low, reliable): the tempered mass in its basin stays
     negligible until late, when no particle is near it."""
-    if not np.isfinite(log_z) or particles is None:
-        return ""
+    if not np.isfinite(log_z) or particles is None or not has_branches(target):
+        return ""  # nothing to look for: no mixture pmz can read (the particles are not evaluated)
     X = np.asarray(particles, dtype=float).reshape(-1, target.dim)
     lp, ll = target.log_densities(X)
     with np.errstate(invalid="ignore"):
