@@ -44,7 +44,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--hazard-parts", default="1/1",
         help="which of N interleaved parts of the hazard matrix's slow cells to run, as K/N or K,L/N (default 1/1, "
-             "every cell): CI runs one third on PyMC 5 and the other two on PyMC 6, rotating daily",
+             "every cell): CI runs one quarter on PyMC 5 and the other three on PyMC 6, rotating daily",
     )
 
 

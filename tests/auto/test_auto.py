@@ -306,6 +306,8 @@ def test_vague_gamma_prior_starts():
     assert res.log_z_se < 0.05
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_user_posterior_is_used():
     system = conjugate.normal_mean()
     with system.model:

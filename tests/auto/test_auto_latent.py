@@ -121,6 +121,8 @@ def test_latents_that_are_not_gaussian_take_the_chains():
     assert res.reliable
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_latent_false_keeps_the_chains():
     """latent=False: the latent route is not asked (the routes asked say why), the chains answer; which route reads
     them is not asserted (8 chains over 62 coordinates sit near the split R-hat limit, so a release that changes

@@ -55,6 +55,8 @@ def test_draws_without_value_names_take_the_constrained_path(nig):
     assert _value_space_draws(cm, draws, "posterior") is None
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 @pytest.mark.skipif(not ARVIZ_1, reason="nutpie returns ArviZ 1 DataTrees; PyMC 6 stack")
 def test_nutpie_draws(nig):
     """nutpie's own result (nutpie.sample on a compiled PyMC model) and pm.sample(nuts_sampler='nutpie') with the
@@ -89,6 +91,8 @@ def bambi_case():
     return model, fit, own
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_bambi_model_and_its_fit(bambi_case):
     """pmz.evidence takes the bambi model (built or not); its fit's draws are mapped onto the PyMC model's own
     variables and agree with bridge sampling from pm.sample on that model (before: 16 se off, reliable)."""
@@ -101,6 +105,8 @@ def test_bambi_model_and_its_fit(bambi_case):
     assert abs(mapped.log_z - reference.log_z) < 4 * np.hypot(mapped.log_z_se, reference.log_z_se) + 0.02
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_bambi_fit_on_the_pymc_model_is_flagged(bambi_case):
     """The same draws given with the PyMC model (pmz cannot know they are reported for uncentred predictors):
     flagged unreliable, the reason names the Intercept and points to passing the bambi model."""
@@ -112,6 +118,8 @@ def test_bambi_fit_on_the_pymc_model_is_flagged(bambi_case):
     assert "bambi" in res.reliability_reason
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_bambi_results_compare(bambi_case):
     """pmz.compare of two bambi models' results (the default method), the second without z."""
     bmb = pytest.importorskip("bambi")

@@ -85,6 +85,8 @@ def test_slow_chains_match_the_exact_moments_of_the_two_node_mrf(mrf_run):
     assert mrf_run.swaps.min() > 40 and mrf_run.n_swap_steps == 80  # almost every swap step hands a state over
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_wang_landau_weights_converge_on_the_two_node_mrf(mrf):
     """16 independent runs of 500 steps: their mean log g_k is within t_15 se (the two-sided 6.3e-5 quantile of
     Student's t with 15 degrees of freedom, 5.48: the 4-sd bound for a 16-run se) of the exact log Z_k - log Z_0 at
@@ -280,6 +282,8 @@ def test_pm_sample_cast_visits_both_modes_with_the_exact_moments(cast_idata):
         assert mcse < bound, (name, mcse)
 
 
+@pytest.mark.slow  # moved from the quick tier (under 5 minutes); CI runs it on both stacks
+@pytest.mark.both_stacks
 def test_pm_sample_cast_stats(cast_idata):
     """The step's stats: shapes, the ladder, every level visited, swaps, acceptance, the 1/t rule after tuning. Over
     7 seeds: 27 to 62 swaps per chain of 100 swap steps (mean 48, sd 8: bound 10), acceptance 0.79-0.82 (bounds

@@ -12,9 +12,9 @@ matrix is in the slow tier, for the seeds ``--hazard-seeds`` names and the parts
 options, tests/conftest.py): none by default, so the whole suite (``python -m pytest``) runs only the baseline.
 About 290 runs a seed, 9-12 minutes on one core (the cells' times that ``benchmarks/hazards.py`` keeps: seed 1 on
 PyMC 5 716 s, seed 2 on PyMC 6 642 s, the 100-D column a third of it; the quick tier's 18 runs take 20 s). CI runs
-each cell once: a third of the cells for seed 1 on PyMC 5 and the other two thirds for seed 2 on PyMC 6, the third
-rotating with the day, so that every cell runs on both stacks every three days (``.ci/run``); the parts interleave
-the cells, so each has about the same share of every column. ``--hazard-seeds 1`` runs every cell.
+each cell once: a quarter of the cells for seed 1 on PyMC 5 and the other three quarters for seed 2 on PyMC 6, the
+quarter rotating with the day, so that every cell runs on both stacks every four days (``.ci/run``); the parts
+interleave the cells, so each has about the same share of every column. ``--hazard-seeds 1`` runs every cell.
 A new method adds a row to ``ROWS`` (and its options), a new hazard a column to :mod:`pmz.systems.hazards`.
 """
 
