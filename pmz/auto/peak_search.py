@@ -46,26 +46,21 @@ class NotApplicable(Exception):
     second peak, or importance weights that fail their checks. Its message is the reason the route hands over."""
 
 
-def _stencil(theta, h):
-    """Central-difference points for the gradient and Hessian at ``theta (k,)``: ``(points (2k^2 + 1, k), plan)``."""
-    k = theta.size
-    E = h * np.eye(k)
-    pts = [theta] + [theta + E[i] for i in range(k)] + [theta - E[i] for i in range(k)]
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    for i, j in pairs:
-        pts += [theta + E[i] + E[j], theta + E[i] - E[j], theta - E[i] + E[j], theta - E[i] - E[j]]
-    return np.array(pts).reshape(-1, k), pairs
+def _stencil_derivatives(cg, theta, rng):
+    """``(value, gradient, Hessian, stencil values)`` of ``log p(y, theta)`` at ``theta (k,)`` by central
+    differences with steps :data:`STEP` (:func:`pmz.runners.finite_differences.central_derivatives`: one batched
+    evaluation of the ``2k^2 + 1`` stencil points), or None where a stencil point fails its certificate."""
+    from ..runners.finite_differences import central_derivatives
 
+    failures = []
 
-def _derivatives(values, k, pairs, h):
-    """Value, gradient and Hessian from the stencil's values."""
-    f0, plus, minus = values[0], values[1 : k + 1], values[k + 1 : 2 * k + 1]
-    grad = (plus - minus) / (2 * h)
-    hess = np.diag((plus - 2 * f0 + minus) / h**2)
-    for n, (i, j) in enumerate(pairs):
-        a, b, c, d = values[2 * k + 1 + 4 * n : 2 * k + 5 + 4 * n]
-        hess[i, j] = hess[j, i] = (a - b - c + d) / (4 * h * h)
-    return f0, grad, hess
+    def values(points):
+        out = cg.evaluate(points, rng)
+        failures.append(out.failure)
+        return out.log_marginal
+
+    f0, grad, hess, f = central_derivatives(values, theta[None], np.full((1, theta.size), STEP))
+    return None if failures[0] else (f0[0], grad[0], hess[0], f[0])
 
 
 def evaluate(cg, thetas, rng, n_each=1):
@@ -81,16 +76,15 @@ def _newton(cg, theta0, rng, near=None):
     ``(peak, value, covariance)`` with the negated inverse Hessian there, or None where it fails (a value that is
     not finite or fails its certificate at the start, no negative definite curvature at the end) or, given
     ``near = (peak, precision)``, where it comes within 3 sd of that peak (the same peak: no need to finish)."""
-    theta, k = np.asarray(theta0, dtype=float), len(theta0)
+    theta = np.asarray(theta0, dtype=float)
     for _ in range(NEWTON_STEPS):
         if near is not None and (theta - near[0]) @ near[1] @ (theta - near[0]) < 9.0:
             return None
-        pts, pairs = _stencil(theta, STEP)
-        stencil = cg.evaluate(pts, rng)
-        if stencil.failure:
+        derivatives = _stencil_derivatives(cg, theta, rng)
+        if derivatives is None:
             return None
-        f0, grad, hess = _derivatives(stencil.log_marginal, k, pairs, STEP)
-        if not np.all(np.isfinite(stencil.log_marginal)):
+        f0, grad, hess, stencil = derivatives
+        if not np.all(np.isfinite(stencil)):
             return None
         lam, V = np.linalg.eigh(-hess)
         lam = np.maximum(np.abs(lam), 1e-3 * max(np.abs(lam).max(), 1e-8))  # a step uphill even where not concave
@@ -106,11 +100,10 @@ def _newton(cg, theta0, rng, near=None):
         theta = theta + step
         if np.max(np.abs(step)) < 1e-6:
             break
-    pts, pairs = _stencil(theta, STEP)
-    stencil = cg.evaluate(pts, rng)
-    if stencil.failure:
+    derivatives = _stencil_derivatives(cg, theta, rng)
+    if derivatives is None:
         return None
-    f0, _, hess = _derivatives(stencil.log_marginal, k, pairs, STEP)
+    f0, _, hess, _ = derivatives
     lam, V = np.linalg.eigh(-hess)
     if not (np.isfinite(f0) and np.all(np.isfinite(lam)) and lam.min() > 0):
         return None

@@ -43,6 +43,7 @@ from .linalg import REWRITE_TAG
 __all__ = [
     "PYTENSOR_MAJOR",
     "ONE_SHOT_MODE",
+    "UNREWRITTEN_MODE",
     "resolve_mode",
     "backend_name",
     "compile_flags",
@@ -55,6 +56,9 @@ PYTENSOR_MAJOR = int(pytensor.__version__.split(".")[0])
 # functions called once or twice per run (value transforms for results and user draws): PyTensor's Python linker
 # compiles them in a fraction of a second; a JIT backend can take seconds for no gain
 ONE_SHOT_MODE = "FAST_COMPILE"
+# graphs evaluated a few times where even FAST_COMPILE's rewrites cost more than the calls (0.5-1.5 s for a
+# mixture's branch densities): PyTensor's Python implementations of the ops as written, nothing rewritten
+UNREWRITTEN_MODE = Mode(linker="py", optimizer=None)
 
 _JIT_BACKENDS = ("numba", "jax", "pytorch", "mlx")  # linkers that compile whole graphs themselves
 

@@ -92,9 +92,10 @@ def _value(var) -> np.ndarray:
     """The value of a graph without inputs, computed by PyTensor's Python implementations (no C or Numba
     compilation, which ``var.eval()`` would pay for: seconds per call on the C backend)."""
     import pytensor
-    from pytensor.compile.mode import Mode
 
-    return np.asarray(pytensor.function([], var, mode=Mode(linker="py", optimizer=None))())
+    from .backend import UNREWRITTEN_MODE
+
+    return np.asarray(pytensor.function([], var, mode=UNREWRITTEN_MODE)())
 
 
 def _constant(var):

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.compile.mode import Mode
 from pytensor import scalar as ps
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, io_toposort
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Sum
+
+from .backend import UNREWRITTEN_MODE
 
 __all__ = ["BranchDensities", "branch_densities", "MAX_BRANCHES"]
 
@@ -115,7 +116,7 @@ def _build(compiled) -> BranchDensities | None:
             labels.append(f"component {j} of log-sum-exp {n}")
     if not columns:
         return None
-    fn = pytensor.function([X], pt.stack(columns, axis=1), mode=Mode(linker="py", optimizer=None),
+    fn = pytensor.function([X], pt.stack(columns, axis=1), mode=UNREWRITTEN_MODE,
                            on_unused_input="ignore")
     return BranchDensities(fn, labels)
 

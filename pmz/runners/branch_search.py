@@ -135,32 +135,19 @@ def newton_peaks(values, starts, rows, covs, n_steps: int = N_NEWTON):
 
 
 def _derivatives(values, points, rows, covs):
-    """Value, gradient and Hessian at each row of ``points`` by central differences, steps of :data:`REL_STEP`
-    of each coordinate's sd in ``covs``: one call of ``values`` on every stencil (``2 dim^2 + 1`` points each)."""
-    n, dim = points.shape
+    """Value, gradient and Hessian at each row of ``points`` by central differences
+    (:func:`pmz.runners.finite_differences.central_derivatives`), steps of :data:`REL_STEP` of each coordinate's
+    sd in ``covs``; a point with a value that is not finite anywhere on its stencil, or derivatives that are not,
+    gets ``f0 = -inf`` (it stops, and is no peak) and zero derivatives."""
+    from .finite_differences import central_derivatives
+
     h = REL_STEP * np.sqrt(np.abs(np.einsum("nii->ni", covs)))
     h = np.where(np.isfinite(h) & (h > 0), h, REL_STEP)
-    pairs = [(i, j) for i in range(dim) for j in range(i + 1, dim)]
-    offsets = np.zeros((1 + 2 * dim + 4 * len(pairs), n, dim))
-    for i in range(dim):
-        offsets[1 + i, :, i], offsets[1 + dim + i, :, i] = h[:, i], -h[:, i]
-    for m, (i, j) in enumerate(pairs):
-        for s, (a, b) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1))):
-            offsets[1 + 2 * dim + 4 * m + s, :, i] = a * h[:, i]
-            offsets[1 + 2 * dim + 4 * m + s, :, j] = b * h[:, j]
-    stencil = (points[None] + offsets).transpose(1, 0, 2)  # (n, points per stencil, dim)
-    f = values(stencil.reshape(-1, dim), np.repeat(rows, offsets.shape[0])).reshape(n, -1)
-    f0, plus, minus = f[:, 0], f[:, 1 : 1 + dim], f[:, 1 + dim : 1 + 2 * dim]
-    with np.errstate(invalid="ignore", over="ignore"):
-        grad = (plus - minus) / (2 * h)
-        hess = np.zeros((n, dim, dim))
-        hess[:, np.arange(dim), np.arange(dim)] = (plus - 2 * f0[:, None] + minus) / h**2
-        for m, (i, j) in enumerate(pairs):
-            a, b, c, d = (f[:, 1 + 2 * dim + 4 * m + s] for s in range(4))
-            hess[:, i, j] = hess[:, j, i] = (a - b - c + d) / (4 * h[:, i] * h[:, j])
+    per_point = 1 + 2 * points.shape[1] ** 2  # stencil points per point
+    f0, grad, hess, f = central_derivatives(lambda X: values(X, np.repeat(rows, per_point)), points, h)
     bad = ~(np.all(np.isfinite(f), axis=1) & np.all(np.isfinite(grad), axis=1)
             & np.all(np.isfinite(hess), axis=(1, 2)))
-    f0 = np.where(bad, -np.inf, f0)  # no value to trust: the point stops, and is no peak
+    f0 = np.where(bad, -np.inf, f0)
     grad[bad], hess[bad] = 0.0, 0.0
     return f0, grad, hess
 
