@@ -67,44 +67,65 @@ class _Weighted:
     searched: bool
 
 
-def integrate_hyperparameters(context, split) -> Outcome:
+def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
     """The latent route (latents in ``split``) or the importance route (none): the answer, or a hand-over with the
-    reason (module docstring)."""
+    reason (module docstring). ``laplace``: the Laplace route's conditional
+    (:class:`pmz.runners.conditional_laplace.ConditionalLaplace`) in place of the exact Gaussian one; it is calibrated
+    at the peak before the importance draws, and its values are then annealed estimates of ``log p(y, theta)``."""
     target, options = context.target, context.options
     curve_rng, draw_rng, resample_rng = context.streams.spawn(3)  # only where the route runs: others keep their bits
     base = target.initial_point()
-    cg = ConditionalGaussian(target, split, base)
+    cg = laplace if laplace is not None else ConditionalGaussian(target, split, base)
     t_start = time.perf_counter()
     few = split.latent.size == 0  # importance sampling over every coordinate
     what = f"{', '.join(split.latent_names)} ({len(split.latent)} coordinates)"
-    label = "importance sampling from the posterior's peak" if few else "latent Gaussian"
+    label = ("importance sampling from the posterior's peak" if few else "Laplace latents" if laplace is not None
+             else "latent Gaussian")
     try:
         context.progress.report(label, 0.0)
-        if len(split.hyper) == 0:
+        if len(split.hyper) == 0 and laplace is None:
             outcome = _exact(cg, draw_rng, what)
             context.clock.mark("latent Gaussian integrated out, exactly")
             return outcome
         mode, cov, searched = _peak(context, cg, split, base, curve_rng, label)
-        context.progress.report(label if few else "latent Gaussian: importance sampling over the hyperparameters",
-                                0.1)
+        if laplace is not None:
+            _calibrate(context, cg, mode, cov, curve_rng, label)
+        context.progress.report(label if few else f"{label}: importance sampling over the hyperparameters", 0.1)
         weighted = _importance(context, cg, defensive_reference(mode, cov), draw_rng, t_start, label, searched)
     except NotApplicable as why:
         return Outcome(reason=str(why))
     return _answer(context, cg, split, weighted, resample_rng)
 
 
-def _peak(context, cg, split, base, rng, label):
-    """The certificate at the start, the structure of the precision, and the peak of ``log p(y, theta)`` with the
-    look around it (:func:`pmz.auto.peak_search.laplace`): ``(mode, cov, searched)``."""
+def _structure(context, cg, split, base, rng, label):
+    """The certificate at the start and the structure of the precision of the latents."""
     # the structure of P (a band and a border where the latents form a chain or hang from a few global ones), from
     # two values where P is small (m^2 gradient entries each)
     probes = [[0.0], [0.3]] if len(split.latent) <= 500 else [[0.0]]
-    first = cg.learn_structure(base[split.hyper] + np.array(probes), rng)
+    first = cg.learn_structure(base[split.hyper] + np.array(probes)[:, : len(split.hyper)], rng)
     if first.failure:
         raise NotApplicable(first.failure)
     cg.recentre(first.draw[0, 0])
     few = split.latent.size == 0
     context.clock.mark(f"{label}: the certificate at the start" + ("" if few else f" ({type(cg.structure).__name__})"))
+
+
+def _calibrate(context, cg, mode, cov, rng, label):
+    """The Laplace route's annealed correction: its step size and number of temperatures from a pilot at draws of
+    the importance proposal (:meth:`pmz.runners.conditional_laplace.ConditionalLaplace.calibrate`)."""
+    from ..runners.conditional_laplace import N_CALIBRATION
+
+    thetas = defensive_reference(mode, cov).sample(rng, N_CALIBRATION)
+    why_not = cg.calibrate(thetas, rng, centre=mode)
+    if why_not:
+        raise NotApplicable(f"{label}: {why_not}")
+    context.clock.mark(f"{label}: the integration of the latents calibrated")
+
+
+def _peak(context, cg, split, base, rng, label):
+    """The certificate at the start, the structure of the precision, and the peak of ``log p(y, theta)`` with the
+    look around it (:func:`pmz.auto.peak_search.laplace`): ``(mode, cov, searched)``."""
+    _structure(context, cg, split, base, rng, label)
     mode, cov, searched = laplace(cg, base[split.hyper], lambda: prior_thetas(context.target, split, rng), rng,
                                   context.clock)
     cg.recentre(evaluate(cg, mode[None], rng).draw[0, 0])
@@ -165,12 +186,17 @@ def _answer(context, cg, split, weighted: _Weighted, rng) -> Outcome:
     log_w = weighted.log_w
     n = len(log_w) - len(log_w) % 2
     few, k = split.latent.size == 0, len(split.hyper)
-    (pool, a, b), record = halves("is_laplace" if few else "is_latent", log_w[:n])
+    laplace = getattr(cg, "n_temperatures", None) is not None
+    (pool, a, b), record = halves("is_laplace" if few else "laplace_ais" if laplace else "is_latent", log_w[:n])
     posterior = resampled_quarters(weighted.X, log_w[:n], rng)
     hyper = ", ".join(split.hyper_names)
     if few:
         reason = (f"{k} coordinates ({hyper}): {n} draws of a Student-t at the posterior's peak are weighted by "
                   f"importance ({cg.n_evaluations} log density evaluations in all)")
+    elif laplace:
+        reason = (f"{cg.proof} given {hyper} ({k} coordinates): {n} hyperparameter draws of a Student-t fitted to "
+                  f"the Laplace approximation's peak are weighted by importance; at each, {cg.describe()} "
+                  f"({cg.n_evaluations} conditional modes in all)")
     else:
         what = f"{', '.join(split.latent_names)} ({len(split.latent)} coordinates)"
         reason = (f"the log density is Gaussian in {what} given {hyper} ({k} coordinates): the latents are "
@@ -182,6 +208,7 @@ def _answer(context, cg, split, weighted: _Weighted, rng) -> Outcome:
     elif n < weighted.wanted and context.clock.left() <= 0:
         unreliable = f"max_time was spent after {n} of the {weighted.wanted} importance draws wanted"
     context.clock.mark("importance sampling from the posterior's peak" if few else
+                       "Laplace latents annealed; importance sampling over the hyperparameters" if laplace else
                        "latent Gaussian integrated out; importance sampling over the hyperparameters")
     return Outcome(reason=reason, answer=pool, check=(a, b), estimates=(pool, a, b), counted=(pool, a, b),
                    result_record=record, posterior_x=posterior, unreliable=unreliable)

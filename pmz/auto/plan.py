@@ -17,6 +17,7 @@ from .chains import NEGLIGIBLE_MASS
 from .contract import ANSWERED, HANDED_OVER, NOT_APPLICABLE, Outcome, Trial
 from .context import AutoContext
 from .importance_route import ImportanceRoute
+from .laplace_route import LaplaceRoute
 from .latent_route import LatentRoute
 from .modes_route import ModesRoute
 from .path_route import PathRoute
@@ -28,6 +29,7 @@ __all__ = ["PLAN", "AutoRecord", "run_auto", "run_plan"]
 PLAN = (
     SumRoute(),  # every free variable discrete, few joint values: their exact sum
     LatentRoute(),  # Gaussian latents integrated out exactly, importance sampling over a few hyperparameters
+    LaplaceRoute(),  # concave latents: Laplace Gaussians corrected by annealing, importance over the hyperparameters
     ImportanceRoute(),  # at most six coordinates: importance sampling from the posterior's peak
     TemperedRoute(),  # discrete variables that cannot be summed out, or chains that diverge: SMC from the prior
     ModesRoute(),  # chains that disagree: a mixture over their modes

@@ -58,12 +58,12 @@ class LatentSplit:
     latent_names: tuple
 
 
-def latent_split(target) -> LatentSplit | None:
+def latent_split(target, max_latent: int = MAX_LATENT) -> LatentSplit | None:
     """The untransformed continuous free variables as latents, the rest as hyperparameters; every coordinate a
     hyperparameter (no latents) where the model has at most :data:`MAX_HYPER` coordinates and fewer than
     :data:`MIN_LATENT` latent ones; None when the model is not a PyMC model, has discrete variables, or else fewer
-    than :data:`MIN_LATENT` or more than :data:`MAX_LATENT` latent or more than :data:`MAX_HYPER` hyperparameter
-    coordinates. Whether ``f`` is quadratic in the latents is proven from the graph
+    than :data:`MIN_LATENT` or more than ``max_latent`` (default :data:`MAX_LATENT`) latent or more than
+    :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is quadratic in the latents is proven from the graph
     (:func:`pmz.model.quadratic_proof.quadratic_proof`) and probed by :class:`ConditionalGaussian` at every
     hyperparameter value, not here."""
     model = getattr(target, "model", None)
@@ -83,7 +83,7 @@ def latent_split(target) -> LatentSplit | None:
     if layout.dim <= MAX_HYPER and len(latent) < MIN_LATENT:  # few coordinates: importance sampling over all
         names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
         return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
-    if not MIN_LATENT <= len(latent) <= MAX_LATENT or len(hyper) > MAX_HYPER:
+    if not MIN_LATENT <= len(latent) <= max_latent or len(hyper) > MAX_HYPER:
         return None
     return LatentSplit(np.array(hyper, dtype=int), np.array(latent, dtype=int), tuple(hyper_names),
                        tuple(latent_names))

@@ -251,6 +251,24 @@ class CompiledModel:
         self.n_logp_evals += L.shape[0]
         return L
 
+    def log_density_terms(self, X) -> np.ndarray:
+        """Every term of the log density, elementwise, at a batch: each free variable's prior (with its Jacobian),
+        each observed variable's log density and each Potential, raveled in that order: ``X (n, dim) -> (n, N)``.
+        Their row sums are log prior + log likelihood. One compiled call per block (the Laplace route's groupwise
+        quadrature reads each group's own terms from it)."""
+        if getattr(self, "_fn_all_terms", None) is None:
+            model = self.model
+            terms = model.logp(vars=list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials),
+                               jacobian=True, sum=False)
+            terms = graph_replace(terms, self._value_replacements(self._x), strict=False)
+            terms = checks_to_switches(terms)
+            vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
+            (batched,) = vectorize_graph([vector], replace={self._x: self._X})
+            self._fn_all_terms = self._compile([batched])
+        (T,) = self._blocked(self._fn_all_terms, X, 1)
+        self.n_logp_evals += T.shape[0]
+        return T
+
     def log_densities_weighted(self, X, weights, *, grad: bool = False):
         """Log prior and the weighted log likelihood ``sum_i w_i l_i(x)`` (and their gradients if ``grad``):
         ``-> (log_prior, U_w[, grad_log_prior, grad_U_w])`` for ``X (n, dim)`` and ``weights (n_terms,)``."""

@@ -42,24 +42,13 @@ from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 
+from .graph_walk import (PRODUCTS, SHAPE_OF, SOLVES, STRUCTURAL, NoGraph, cached_proof, inner_values,
+                         latent_term_graphs, op_name, value_inputs, walk)
+
 __all__ = ["QuadraticProof", "NotPolynomial", "quadratic_proof", "graph_degree", "MAX_DEGREE"]
 
 MAX_DEGREE = 2  # a quadratic: the Gaussian integral is exact
 
-# ops that only move, pick, repeat or relabel entries: linear in their value inputs (which inputs carry values is
-# below; the other inputs are indices, shapes or axes, which must not depend on the latents)
-_STRUCTURAL = {
-    "DimShuffle", "Reshape", "SpecifyShape", "ExpandDims", "Squeeze", "Unbroadcast", "Transpose", "Flatten",
-    "Subtensor", "AdvancedSubtensor", "AdvancedSubtensor1", "Split", "Alloc", "TensorFromScalar",
-    "ScalarFromTensor", "ExtractDiag", "AllocDiag", "Repeat", "Tile", "DeepCopyOp", "ViewOp", "OutputGuard",
-    "Join", "MakeVector", "IncSubtensor", "AdvancedIncSubtensor", "AdvancedIncSubtensor1", "Identity",
-}
-_ALL_VALUES = {"MakeVector"}  # every input carries values
-_VALUES_AFTER_AXIS = {"Join"}  # the first input is the axis, unless the op holds it
-_TWO_VALUES = {"IncSubtensor", "AdvancedIncSubtensor", "AdvancedIncSubtensor1"}  # x and the increment
-_SHAPE_OF = {"Shape", "Shape_i"}  # the shape of anything is a constant
-_PRODUCTS = {"Dot", "Dot22", "MatMul"}  # bilinear in their two inputs
-_SOLVES = {"Solve", "SolveTriangular", "CholeskySolve", "LUSolve"}  # (A, b): linear in b for a constant A
 _SCALAR_LINEAR = (ps.Add, ps.Sub, ps.Neg, ps.Identity)
 
 
@@ -101,43 +90,19 @@ def quadratic_proof(model, latent_names) -> QuadraticProof:
     """Prove from the graph of ``model`` (a ``pm.Model``) that its log density is quadratic in the free variables
     named ``latent_names``, or say why not (module docstring). Cached per model and latents; the key includes the
     model's terms, so a model given a new variable or Potential is analysed again."""
-    latent_names = tuple(latent_names)
-    terms = tuple(model.free_RVs) + tuple(model.observed_RVs) + tuple(model.potentials)
-    key = (latent_names, tuple(id(term) for term in terms))
-    try:
-        cached = _CACHE.setdefault(model, {})
-    except TypeError:  # a model that cannot be weakly referenced: not cached
-        cached = {}
-    if key not in cached:
-        cached[key] = _prove(model, latent_names)
-    return cached[key]
-
-
-def _term_labels(model) -> list:
-    """Each term of the log density with the words that name it: (term, label)."""
-    labels = [(rv, f"the prior of {rv.name}") for rv in model.free_RVs]
-    labels += [(rv, f"the log density of {rv.name}") for rv in model.observed_RVs]
-    labels += [(pot, f"the Potential {pot.name}") for pot in model.potentials]
-    return labels
+    return cached_proof(_CACHE, model, latent_names, _prove)
 
 
 def _prove(model, latent_names) -> QuadraticProof:
     """The degree of every term of the log density in the latents; refused at the first term that is not a
     polynomial of degree at most :data:`MAX_DEGREE`."""
-    by_name = {rv.name: rv for rv in model.free_RVs}
-    missing = [name for name in latent_names if name not in by_name]
-    if missing:
-        return QuadraticProof(False, refusal=f"no free variable named {', '.join(missing)} in the model")
-    latents = {model.rvs_to_values[by_name[name]] for name in latent_names}
-    labelled = _term_labels(model)
     try:
-        graphs = model.logp(vars=[term for term, _ in labelled], jacobian=True, sum=False)
-    except Exception as error:  # noqa: BLE001 - whatever PyMC raises, there is no graph to prove from
-        return QuadraticProof(False, refusal=f"not proven quadratic: the log density's graph could not be built "
-                                             f"({type(error).__name__}: {error})")
+        latents, labels, graphs = latent_term_graphs(model, latent_names)
+    except NoGraph as why:
+        return QuadraticProof(False, refusal=f"not proven quadratic: {why}")
     memo = {}
     degree, refused = 0, []
-    for (_, label), graph in zip(labelled, graphs):
+    for label, graph in zip(labels, graphs):
         found = graph_degree(graph, latents, memo)
         if isinstance(found, NotPolynomial):
             refused.append((label, found))
@@ -159,73 +124,48 @@ def graph_degree(output, latents, memo=None):
     :data:`MAX_DEGREE`, or a :class:`NotPolynomial` naming what is not a polynomial of that degree. ``memo``
     (variable -> degree) may be shared between graphs with common parts."""
     memo = {} if memo is None else memo
-    return _walk(output, memo, lambda var: 1 if var in latents else 0)
+    return walk(output, memo, _DegreeRules(latents))
 
 
-def _walk(output, memo, root_degree, constants=None):
-    """Degrees from the roots to ``output``, each node once (an explicit stack: graphs can be deep). Roots not in
-    ``memo`` get ``root_degree(root)``; ``constants`` maps the inputs of an inner scalar graph to the outer
-    variables they stand for (a pow's exponent)."""
-    stack = [output]
-    while stack:
-        var = stack[-1]
-        if var in memo:
-            stack.pop()
-            continue
-        node = var.owner
-        if node is None:
-            memo[var] = root_degree(var)
-            stack.pop()
-            continue
-        pending = [inp for inp in node.inputs if inp not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        degrees = [memo[inp] for inp in node.inputs]
-        if isinstance(node.op, ps.ScalarOp):  # inside a Composite
-            inputs = [constants.get(inp, inp) for inp in node.inputs] if constants else node.inputs
-            outs = _scalar_degrees(node.op, inputs, degrees, len(node.outputs))
-        else:
-            outs = _node_degrees(node, degrees)
-        for out, degree in zip(node.outputs, outs):
-            memo[out] = _capped(degree, node.op)
-    return memo[output]
+class _DegreeRules:
+    """The degree rules of the walk (:mod:`pmz.model.graph_walk`): latents have degree 1, other roots 0."""
+
+    def __init__(self, latents):
+        self.latents = latents
+
+    def root(self, var):
+        return 1 if var in self.latents else 0
+
+    def node(self, node, degrees):
+        return [_capped(d, node.op) for d in _node_degrees(self, node, degrees)]
+
+    def scalar(self, op, inputs, degrees, n_out):
+        return [_capped(d, op) for d in _scalar_degrees(self, op, inputs, degrees, n_out)]
 
 
 def _capped(degree, op):
     """A degree above :data:`MAX_DEGREE` refuses, naming the op that raised it."""
     if isinstance(degree, int) and degree > MAX_DEGREE:
-        return NotPolynomial(f"`{_op_name(op)}` at degree {degree} (more than a quadratic)")
+        return NotPolynomial(f"`{op_name(op)}` at degree {degree} (more than a quadratic)")
     return degree
-
-
-def _op_name(op) -> str:
-    if isinstance(op, Elemwise):
-        return _op_name(op.scalar_op)
-    if isinstance(op, Blockwise):
-        return _op_name(op.core_op)
-    if isinstance(op, ps.ScalarOp):
-        return getattr(op, "name", None) or type(op).__name__.lower()
-    return type(op).__name__
 
 
 def _first_refused(degrees):
     return next((d for d in degrees if isinstance(d, NotPolynomial)), None)
 
 
-def _node_degrees(node, degrees) -> list:
+def _node_degrees(rules, node, degrees) -> list:
     """The degrees of a node's outputs from those of its inputs (module docstring)."""
     op, n_out = node.op, len(node.outputs)
     name = type(op).__name__
-    if name in _SHAPE_OF:
+    if name in SHAPE_OF:
         return [0] * n_out
     if all(d == 0 for d in degrees):
         return [0] * n_out
     if isinstance(op, Elemwise):
-        return _scalar_degrees(op.scalar_op, node.inputs, degrees, n_out)
+        return _scalar_degrees(rules, op.scalar_op, node.inputs, degrees, n_out)
     if isinstance(op, OpFromGraph):
-        return _inner_degrees(op.inner_inputs, op.inner_outputs, degrees)
+        return inner_values(rules, op.inner_inputs, op.inner_outputs, degrees)
     if isinstance(op, Blockwise):
         return _tensor_op_degrees(op.core_op, degrees, n_out)
     return _tensor_op_degrees(op, degrees, n_out)
@@ -237,10 +177,10 @@ def _tensor_op_degrees(op, degrees, n_out) -> list:
     refused = _first_refused(degrees)
     if isinstance(op, CAReduce):
         if refused or not isinstance(op.scalar_op, ps.Add):
-            return [refused or NotPolynomial(f"`{_op_name(op)}` (a reduction other than a sum)")] * n_out
+            return [refused or NotPolynomial(f"`{op_name(op)}` (a reduction other than a sum)")] * n_out
         return [degrees[0]] * n_out
-    if isinstance(op, CheckAndRaise) or name in _STRUCTURAL:
-        values, indices = _value_inputs(op, degrees)
+    if isinstance(op, CheckAndRaise) or name in STRUCTURAL:
+        values, indices = value_inputs(op, degrees)
         if refused:
             return [refused] * n_out
         if any(d != 0 for d in indices):
@@ -249,43 +189,22 @@ def _tensor_op_degrees(op, degrees, n_out) -> list:
         return [max(values, default=0)] * n_out
     if refused:
         return [refused] * n_out
-    if name in _PRODUCTS:
+    if name in PRODUCTS:
         return [degrees[0] + degrees[1]] * n_out
-    if name in _SOLVES:
+    if name in SOLVES:
         if degrees[0] != 0:
             return [NotPolynomial(f"the matrix of `{name}`")] * n_out
         return [degrees[1]] * n_out
-    return [NotPolynomial(f"`{_op_name(op)}`")] * n_out
+    return [NotPolynomial(f"`{op_name(op)}`")] * n_out
 
 
-def _value_inputs(op, degrees):
-    """Split the input degrees of a structural op or a check into (values, indices/shapes/conditions)."""
-    name = type(op).__name__
-    if name in _ALL_VALUES:
-        return degrees, []
-    if name in _VALUES_AFTER_AXIS and getattr(op, "axis", None) is None:  # (PyTensor 3 keeps the axis in the op)
-        return degrees[1:], degrees[:1]
-    if name in _VALUES_AFTER_AXIS:
-        return degrees, []
-    if name in _TWO_VALUES:
-        return degrees[:2], degrees[2:]
-    return degrees[:1], degrees[1:]
-
-
-def _inner_degrees(inner_inputs, inner_outputs, degrees, constants=None) -> list:
-    """The degrees of an inner graph's outputs (Composite, OpFromGraph), its inputs seeded with ``degrees`` (other
-    roots of the inner graph are constants: degree 0)."""
-    memo = dict(zip(inner_inputs, degrees))
-    return [_walk(out, memo, lambda var: 0, constants) for out in inner_outputs]
-
-
-def _scalar_degrees(scalar_op, inputs, degrees, n_out) -> list:
+def _scalar_degrees(rules, scalar_op, inputs, degrees, n_out) -> list:
     """An elementwise op by its scalar op: ``inputs`` are the variables (for a pow's constant exponent)."""
     if all(d == 0 for d in degrees):
         return [0] * n_out
     if isinstance(scalar_op, ps.Composite):
         constants = dict(zip(scalar_op.inputs, inputs))
-        return _inner_degrees(scalar_op.inputs, scalar_op.outputs, degrees, constants)
+        return inner_values(rules, scalar_op.inputs, scalar_op.outputs, degrees, constants)
     if isinstance(scalar_op, ps.Switch):
         return [_switch_degree(degrees)] * n_out
     refused = _first_refused(degrees)
@@ -308,7 +227,7 @@ def _switch_degree(degrees):
 
 def _polynomial_degree(scalar_op, inputs, degrees):
     """The scalar ops of a polynomial; any other scalar op reached by the latents refuses."""
-    name = _op_name(scalar_op)
+    name = op_name(scalar_op)
     if isinstance(scalar_op, _SCALAR_LINEAR):
         return max(degrees)
     if isinstance(scalar_op, ps.Cast):  # to a float: the value; to an integer or a boolean: a rounding

@@ -104,9 +104,10 @@ def test_hierarchical_model_with_an_unknown_scale():
     assert res.log_z_se <= 0.03 and res.reliable
 
 
-def test_latents_that_are_not_gaussian_take_the_chains():
-    """40 group effects under a Poisson likelihood: not quadratic, so the route does not apply (the graph reaches
-    `exp` of the latents: the routes tried say so) and the chains and bridge answer as before."""
+def test_latents_that_are_not_gaussian_are_refused_by_the_latent_route():
+    """40 group effects under a Poisson likelihood: not quadratic, so the latent route does not apply (the graph
+    reaches `exp` of the latents: the routes tried say so); another route answers (the Laplace route, whose
+    concavity proof holds here)."""
     rng = np.random.default_rng(0)
     counts = rng.poisson(3.0, 40)
     with pm.Model() as model:
