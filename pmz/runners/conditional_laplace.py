@@ -32,13 +32,12 @@ import numpy as np
 
 from ..model.batched_precision import ArrowFactor, DenseFactor
 from ..model.group_terms import read_group_terms
-from ..model.latent_gaussian import Conditional
+from ..model.latent_gaussian import _MAX_STORED, LOG_2PI, Conditional
 from .latent_ais import anneal_from_gaussian
 from .laplace_structure import ArrowStructure, check_structure, read_structure
 
 __all__ = ["ConditionalLaplace", "LaplaceFit", "LOG_VARIANCE_TARGET", "N_CALIBRATION"]
 
-LOG_2PI = float(np.log(2.0 * np.pi))
 FD_SD = 1e-3  # central-difference step, in conditional sd
 NEWTON_STEPS = 60
 NEWTON_TOL = 1e-12  # the Newton decrement g' P^{-1} g at which the mode is found
@@ -50,7 +49,6 @@ N_LEAPFROG = 3
 NODES = (8, 16, 32, 64)  # Gauss-Hermite rules tried in turn for independent groups ...
 QUADRATURE_TOL = 1e-4  # ... until two successive ones agree on log p(y, theta) to this, at every pilot value
 N_RESAMPLE = 8  # candidates per group for a draw of x | theta, y (sampling-importance-resampling)
-_MAX_STORED = 1 << 23  # numbers per batched gradient call
 
 
 @dataclass
@@ -115,6 +113,13 @@ class ConditionalLaplace:
             g = (glp + gll)[:, self.split.latent]
         return np.where(np.isnan(f), -np.inf, f), g
 
+    def _gradients(self, thetas, latent):
+        """The latents' gradients at the rows ``(thetas, latent)``, in chunks of at most :data:`_MAX_STORED`
+        numbers."""
+        chunk = max(1, _MAX_STORED // max(self.target.dim, 1))
+        return np.concatenate([self._value_grad(thetas[i:i + chunk], latent[i:i + chunk])[1]
+                               for i in range(0, len(latent), chunk)])
+
     def _steps(self, h):
         """The structured steps (S, B, m) for per-coordinate sizes ``h (B, m)``."""
         B, m = h.shape
@@ -138,10 +143,7 @@ class ConditionalLaplace:
         sides = 1 if g is not None else 2
         points = (x[None] + steps if g is not None else np.concatenate([x[None] + steps, x[None] - steps]))
         points = points.reshape(sides * S * B, m)
-        chunk = max(1, _MAX_STORED // max(self.target.dim, 1))
-        grads = [self._value_grad(np.tile(thetas, (sides * S, 1))[i:i + chunk], points[i:i + chunk])[1]
-                 for i in range(0, len(points), chunk)]
-        G = np.concatenate(grads).reshape(sides, S, B, m)
+        G = self._gradients(np.tile(thetas, (sides * S, 1)), points).reshape(sides, S, B, m)
         if g is not None:  # forward: (g(x + s) - g(x)) / s, written as the central form's two halves
             G = np.stack([G[0], np.broadcast_to(g, (S, B, m))])
             h = h / 2.0

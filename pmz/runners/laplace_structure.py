@@ -23,7 +23,6 @@ __all__ = ["ArrowStructure", "DenseStructure", "read_structure", "check_structur
 DENSE_MAX = 600  # latents held densely (B m^2 numbers per batch of hyperparameter values)
 DENSE_PROBE = 200  # latents up to which the structure is read from the full Hessian (2m gradient points)
 N_PROBE_COLUMNS = 48  # columns of the Hessian read beyond that
-_MAX_STORED = 1 << 23  # numbers per batched gradient call
 
 
 class ArrowStructure:
@@ -51,9 +50,7 @@ def read_structure(cg, theta, x, h, rng) -> str:
     steps = np.zeros((len(columns), m))
     steps[np.arange(len(columns)), columns] = h[0, columns]
     points = np.concatenate([x + steps, x - steps])
-    chunk = max(1, _MAX_STORED // max(cg.target.dim, 1))
-    G = np.concatenate([cg._value_grad(np.repeat(theta, len(points[i:i + chunk]), 0), points[i:i + chunk])[1]
-                        for i in range(0, len(points), chunk)])
+    G = cg._gradients(np.repeat(theta, len(points), 0), points)
     H = (G[: len(columns)] - G[len(columns):])  # row j: column columns[j] of the Hessian (unscaled)
     if not np.isfinite(H).all():
         return "the gradient is not finite near the start"

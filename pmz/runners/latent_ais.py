@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.latent_gaussian import LOG_2PI
+
 __all__ = ["AnnealedPaths", "anneal_from_gaussian", "TARGET_ACCEPTANCE"]
 
-LOG_2PI = float(np.log(2.0 * np.pi))
 TARGET_ACCEPTANCE = 0.75  # of the moves, where the step size adapts
 
 
