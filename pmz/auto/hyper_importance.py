@@ -19,7 +19,10 @@ exact in the latents; with no latents (a model of at most six coordinates), ``lo
    infinite variance). If it does not, ``q`` is refitted once to the pilot's weighted moments (covariance
    doubled). Then enough draws for ``target_se`` (``se ~ 1/sqrt(n)`` from the pilot, margin 1.2, between
    :data:`N_MIN` and :data:`N_MAX`, within ``max_time``), which must pass the same checks; two independent halves
-   give the check of the answer.
+   give the check of the answer. Where each draw is costly (the Laplace route: a Newton solve and an integral over
+   thousands of latents) the run is *thrifty*: a pilot whose weights vary much refits ``q`` to them and is drawn
+   again, and the floor is not :data:`N_MIN` but the draws that make the se itself accurate to 10%
+   (:func:`draws_for_se_of_se`, from the weights' kurtosis).
 3. **Posterior draws**, exact given the weights: each hyperparameter draw carries one draw of ``x | theta, y``;
    four chains by systematic resampling within each quarter of the draws.
 
@@ -40,7 +43,7 @@ from ..model.mixture_reference import MixtureReference
 from ..model.reference import STUDENT_T_DF, StudentTReference, TruncatedStudentTReference
 from ..records import EvidenceEstimate
 from .contract import Named, Outcome
-from .importance_sampling import halves, importance_estimate, resampled_quarters, weights_fail
+from .importance_sampling import halves, importance_estimate, kish_ess, resampled_quarters, weights_fail
 from .peak_search import NotApplicable, evaluate, laplace
 
 __all__ = ["N_HYPER_PILOT", "N_MIN", "N_MAX", "integrate_hyperparameters"]
@@ -53,6 +56,9 @@ N_EXACT_DRAWS = 500  # per chain, with no hyperparameters (every draw exact)
 N_HYPER_SEARCH = 128  # prior draws of the hyperparameters evaluated in the search for a second peak
 DEFENSIVE = 0.2  # share of the Cauchy component in the reference (defensive_reference) ...
 DEFENSIVE_RADIUS = 30.0  # ... cut at this many scales
+REFIT_VARIANCE = 0.25  # a thrifty pilot whose weights vary more than this (ESS below 80%) refits the proposal ...
+N_REFIT_ESS = 32  # ... where their ESS is at least this
+SE_PRECISION = 0.1  # the relative accuracy of the se that decides a thrifty run's draws (draws_for_se_of_se)
 MAX_KHAT = 0.5  # plain importance sampling: above k = 1/2 the weights' variance is infinite and the se means nothing
 
 
@@ -72,7 +78,7 @@ def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
     reason (module docstring). ``laplace``: the Laplace route's conditional
     (:class:`pmz.runners.conditional_laplace.ConditionalLaplace`) in place of the exact Gaussian one; it is calibrated
     at the peak before the importance draws, and its values are then annealed estimates of ``log p(y, theta)``."""
-    target, options = context.target, context.options
+    target = context.target
     curve_rng, draw_rng, resample_rng = context.streams.spawn(3)  # only where the route runs: others keep their bits
     base = target.initial_point()
     cg = laplace if laplace is not None else ConditionalGaussian(target, split, base)
@@ -91,7 +97,8 @@ def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
         if laplace is not None:
             _calibrate(context, cg, mode, cov, curve_rng, label)
         context.progress.report(label if few else f"{label}: importance sampling over the hyperparameters", 0.1)
-        weighted = _importance(context, cg, defensive_reference(mode, cov), draw_rng, t_start, label, searched)
+        weighted = _importance(context, cg, defensive_reference(mode, cov), draw_rng, t_start, label, searched,
+                               thrifty=laplace is not None)
     except NotApplicable as why:
         return Outcome(reason=str(why))
     return _answer(context, cg, split, weighted, resample_rng)
@@ -133,51 +140,94 @@ def _peak(context, cg, split, base, rng, label):
     return mode, cov, searched
 
 
-def _pilot(cg, q, rng, n_pilot, khat_limit, label):
-    """A pilot of ``n_pilot`` draws of ``q`` that passes the importance checks, once refitted to its weighted
-    moments (covariance doubled) if the first does not: ``(q, conditional draws, log weights, seconds per
-    draw)``."""
-    t0 = time.perf_counter()
-    thetas = q.sample(rng, n_pilot)
+def _weighted_draws(cg, q, rng, n):
+    """``n`` draws of ``q`` weighted by importance: ``(conditional draws, log weights)``."""
+    thetas = q.sample(rng, n)
     out = evaluate(cg, thetas, rng)
+    return out, out.log_marginal - q.log_density(thetas)
+
+
+def _pilot(cg, q, rng, n_pilot, khat_limit, label, thrifty):
+    """A pilot of ``n_pilot`` draws of ``q`` that passes the importance checks, once refitted to its weighted
+    moments (covariance doubled) if the first does not, or (``thrifty``) where its weights vary more than
+    :data:`REFIT_VARIANCE`: ``(q, conditional draws, log weights, seconds per draw)``."""
+    t0 = time.perf_counter()
+    out, log_w = _weighted_draws(cg, q, rng, n_pilot)
     per_draw = (time.perf_counter() - t0) / n_pilot
-    log_w = out.log_marginal - q.log_density(thetas)
     if weights_fail(log_w, khat_limit, "a pilot of"):
-        q = _weighted_fit(thetas, log_w, 2.0)
-        thetas = q.sample(rng, n_pilot)
-        out = evaluate(cg, thetas, rng)
-        log_w = out.log_marginal - q.log_density(thetas)
-        why_not = weights_fail(log_w, khat_limit, "a refitted pilot of")
-        if why_not:
-            raise NotApplicable(f"{label}: {why_not}")
+        inflate, what = 2.0, "a refitted pilot of"
+    elif thrifty and normalised_variance(log_w) > REFIT_VARIANCE and kish_ess(log_w) >= N_REFIT_ESS:
+        inflate, what = 1.0, "a pilot (refitted to the first's weights) of"
+    else:
+        return q, out, log_w, per_draw
+    q = _weighted_fit(out.draw[:, 0][:, cg.split.hyper], log_w, inflate)
+    out, log_w = _weighted_draws(cg, q, rng, n_pilot)
+    why_not = weights_fail(log_w, khat_limit, what)
+    if why_not:
+        raise NotApplicable(f"{label}: {why_not}")
     return q, out, log_w, per_draw
 
 
-def _importance(context, cg, q, rng, t_start, label, searched) -> _Weighted:
-    """The pilot, then enough draws for the target se within the time left; both must pass the checks."""
+def _importance(context, cg, q, rng, t_start, label, searched, thrifty=False) -> _Weighted:
+    """The pilot, then enough draws for the target se within the time left; both must pass the checks.
+
+    ``thrifty`` (the Laplace route, whose every draw costs a Newton solve and an integral over thousands of latents):
+    where the pilot's weights vary more than :data:`REFIT_VARIANCE`, ``q`` is refitted to their weighted moments
+    (with its own Cauchy component) and the pilot drawn again from it (the first pilot only chose ``q``: the estimate
+    uses the draws of the final ``q`` alone, each unbiased given it); and the floor on the draws is not :data:`N_MIN`
+    but what the se itself needs (:func:`draws_wanted`)."""
     options, clock = context.options, context.clock
     khat_limit = min(options.max_khat, MAX_KHAT)
     per_value = (time.perf_counter() - t_start) / max(cg.n_evaluations, 1)  # seconds per value so far
     left = clock.left()
     n_pilot = N_HYPER_PILOT if not np.isfinite(left) else int(np.clip(left / per_value, N_HYPER_PILOT_MIN,
                                                                      N_HYPER_PILOT))
-    q, out, log_w, per_draw = _pilot(cg, q, rng, n_pilot, khat_limit, label)
+    q, out, log_w, per_draw = _pilot(cg, q, rng, n_pilot, khat_limit, label, thrifty)
     clock.mark(f"{label}: a pilot of {n_pilot} importance draws")
-    se_pilot = importance_estimate(log_w)[0].log_z_se
-    wanted = int(np.ceil(1.2 * n_pilot * (se_pilot / options.target_se) ** 2))
-    n = int(np.clip(wanted, N_MIN, N_MAX))
-    n_time = n_pilot + max(clock.left(), 0.0) / max(per_draw, 1e-9)  # inf without max_time
-    n = int(max(n_pilot, min(n, n_time)))
+    wanted = draws_wanted(log_w, options.target_se, thrifty)
     draws = [out.draw[:, 0]]
-    if n > n_pilot:
-        more = q.sample(rng, n - n_pilot)
-        extra = evaluate(cg, more, rng)
-        log_w = np.concatenate([log_w, extra.log_marginal - q.log_density(more)])
+    while True:
+        n_time = len(log_w) + max(clock.left(), 0.0) / max(per_draw, 1e-9)  # inf without max_time
+        n_more = int(min(wanted, n_time)) - len(log_w)
+        if n_more <= 0:
+            break
+        extra, extra_log_w = _weighted_draws(cg, q, rng, n_more)
+        log_w = np.concatenate([log_w, extra_log_w])
         draws.append(extra.draw[:, 0])
+        if not thrifty:
+            break
+        wanted = max(wanted, draws_wanted(log_w, options.target_se, thrifty))  # the tails, read again on all
     why_not = weights_fail(log_w, khat_limit, "all")
     if why_not:  # tails heavier than the Student-t's, seen only on all draws: the chains instead
         raise NotApplicable(f"{label}: {why_not}")
-    return _Weighted(log_w, np.concatenate(draws), min(max(wanted, N_MIN), N_MAX), searched)
+    return _Weighted(log_w, np.concatenate(draws), wanted, searched)
+
+
+def draws_wanted(log_w, target_se, thrifty) -> int:
+    """How many draws in all, from the weights so far: enough for ``target_se`` (``se ~ 1/sqrt(n)``, margin 1.2),
+    at least :data:`N_MIN` (thrifty: at least :func:`draws_for_se_of_se`, re-read as draws come in, since a
+    sample's kurtosis grows with it where the weights' tails are heavy), at most :data:`N_MAX`."""
+    n = len(log_w)
+    by_se = int(np.ceil(1.2 * n * (importance_estimate(log_w)[0].log_z_se / target_se) ** 2))
+    floor = draws_for_se_of_se(log_w) if thrifty else N_MIN
+    return min(max(by_se, floor), N_MAX)
+
+
+def normalised_variance(log_w) -> float:
+    """``Var(w) / E(w)^2`` of the importance weights ``w = exp(log_w)`` (the ``chi^2`` divergence of the proposal
+    from the target, estimated): ``n`` draws give ``log Z`` an se near ``sqrt(this / n)``."""
+    w = np.exp(log_w - np.max(log_w))
+    return float(np.var(w) / np.mean(w) ** 2)
+
+
+def draws_for_se_of_se(log_w) -> int:
+    """The draws that make the delta-method se of ``log Z`` itself accurate to :data:`SE_PRECISION` (relative):
+    the sample variance of ``n`` weights has relative sd ``sqrt((kappa - 1) / n)`` (``kappa`` their kurtosis), the se
+    half of it, so ``n >= (kappa - 1) / (2 SE_PRECISION)^2``. Light-tailed weights need few; heavy ones many."""
+    w = np.exp(log_w - np.max(log_w))
+    c = w - np.mean(w)
+    kurtosis = float(np.mean(c**4) / max(np.mean(c**2) ** 2, 1e-300))
+    return int(np.ceil((kurtosis - 1.0) / (2.0 * SE_PRECISION) ** 2))
 
 
 def _answer(context, cg, split, weighted: _Weighted, rng) -> Outcome:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 __all__ = ["GroupTerms", "read_group_terms", "N_SUBSET_CHECKS"]
 
@@ -28,17 +29,20 @@ N_SUBSET_CHECKS = 32
 
 @dataclass(frozen=True)
 class GroupTerms:
-    """The terms of each latent (``order[starts[g]:starts[g + 1]]``) and the terms that no latent reaches
-    (``constant``)."""
+    """Which latent each term reads, as the sparse ``(m, N)`` matrix ``sums`` of ones that adds each latent's terms,
+    and the terms that no latent reaches (``constant``)."""
 
-    order: np.ndarray
-    starts: np.ndarray
+    sums: sparse.csr_matrix
     constant: np.ndarray
     n_groups: int
 
+    @property
+    def n_terms(self) -> int:
+        return self.sums.shape[1]
+
     def per_group(self, T) -> np.ndarray:
         """``f_g`` for each row of the terms ``T (n, N)``: ``(n, m)``."""
-        return np.add.reduceat(T[:, self.order], self.starts, axis=1)
+        return (self.sums @ np.asarray(T).T).T
 
     def constant_part(self, T) -> np.ndarray:
         return T[:, self.constant].sum(axis=1)
@@ -74,6 +78,5 @@ def read_group_terms(terms, point, latent, moves, rng) -> GroupTerms | str:
     counts = np.bincount(group[reached], minlength=m)
     if (counts == 0).any():
         return "a latent reaches no term of its own"
-    order = reached[np.argsort(group[reached], kind="stable")]
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return GroupTerms(order, starts, np.flatnonzero(~moved_all), m)
+    sums = sparse.csr_matrix((np.ones(len(reached)), (group[reached], reached)), shape=(m, T.shape[1]))
+    return GroupTerms(sums, np.flatnonzero(~moved_all), m)

@@ -40,13 +40,13 @@ __all__ = ["ConditionalLaplace", "LaplaceFit", "LOG_VARIANCE_TARGET", "N_CALIBRA
 
 FD_SD = 1e-3  # central-difference step, in conditional sd
 NEWTON_STEPS = 60
-NEWTON_TOL = 1e-12  # the Newton decrement g' P^{-1} g at which the mode is found
-LOG_VARIANCE_TARGET = 0.5  # Var log p^(y, theta) that the number of temperatures aims at (pseudo-marginal: near the cost optimum)
+NEWTON_TOL = 1e-12  # the Newton decrement g' P^{-1} g, relative to 1 + |f|, at which the mode is found
+LOG_VARIANCE_TARGET = 0.5  # Var log p^(y, theta) the temperatures aim at (pseudo-marginal: near the cost optimum)
 N_CALIBRATION = 32  # hyperparameter values of the pilot that calibrates the correction
 N_TEMPERATURES_PILOT = 24
 MIN_TEMPERATURES, MAX_TEMPERATURES = 8, 1024
 N_LEAPFROG = 3
-NODES = (8, 16, 32, 64)  # Gauss-Hermite rules tried in turn for independent groups ...
+NODES = (6, 8, 10, 12, 16, 20, 24, 32, 48, 64)  # Gauss-Hermite rules tried in turn for independent groups ...
 QUADRATURE_TOL = 1e-4  # ... until two successive ones agree on log p(y, theta) to this, at every pilot value
 N_RESAMPLE = 8  # candidates per group for a draw of x | theta, y (sampling-importance-resampling)
 
@@ -95,7 +95,7 @@ class ConditionalLaplace:
         self.log_variance = None  # Var log p^ per value measured by the pilot
         self.groups = None  # independent groups: the terms of each latent (pmz.model.group_terms)
         self.n_nodes = None  # ... and the Gauss-Hermite rule that integrates each
-        self.quadrature_gap = None  # the change of log p(y, theta) from the next coarser rule at the pilot values
+        self.quadrature_gap = None  # the change of log p(y, theta) to the next finer rule at the pilot values
         self.groups_refusal = ""  # why the groups are not integrated one at a time
         self.slope = None  # (theta*, x_hat(theta*), d x_hat / d theta): Newton's start at theta is the linear guess
 
@@ -217,7 +217,7 @@ class ConditionalLaplace:
             with np.errstate(invalid="ignore"):
                 step = factor.solve(np.nan_to_num(g[idx]))
                 decrement = np.sum(g[idx] * step, axis=1)
-            go = factor.ok & (decrement > NEWTON_TOL)
+            go = factor.ok & (decrement > NEWTON_TOL * (1.0 + np.abs(f[idx])))
             failed[idx[~factor.ok]] = True
             active[idx[~go]] = False
             idx, step, decrement = idx[go], step[go], decrement[go]
@@ -305,8 +305,9 @@ class ConditionalLaplace:
     def describe(self) -> str:
         """How :meth:`evaluate` integrates the latents, for the route's reason (after :meth:`calibrate`)."""
         if self.groups is not None:
+            finer = NODES[NODES.index(self.n_nodes) + 1]
             return (f"the {self.m} latents are independent given them, so each is integrated by an adaptive "
-                    f"Gauss-Hermite rule of {self.n_nodes} nodes about its conditional mode (the rule of twice as many "
+                    f"Gauss-Hermite rule of {self.n_nodes} nodes about its conditional mode (the rule of {finer} "
                     f"nodes differs by at most {self.quadrature_gap:.1g} in log p(y, theta) at the pilot's values)")
         return (f"the latents are annealed in {self.n_temperatures} temperatures from the Gaussian at their "
                 f"conditional mode ({self.structure}; Var log p^ {self.log_variance:.2g} at "
@@ -341,7 +342,7 @@ class ConditionalLaplace:
 
     def _chunk(self, n_rows_each):
         """Hyperparameter values per batched call where each takes ``n_rows_each`` rows of terms."""
-        width = self.target.dim if self.groups is None else max(self.target.dim, len(self.groups.order))
+        width = self.target.dim if self.groups is None else max(self.target.dim, self.groups.n_terms)
         return max(1, _MAX_STORED // max(n_rows_each * width, 1))
 
     def _quadrature(self, fit, n_nodes):

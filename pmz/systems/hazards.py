@@ -29,7 +29,11 @@ The columns (``hazards()``, in this order):
 * ``tiny_budget``: a 10-coefficient linear regression run with a tiny budget (the method's own tiny options);
 * the default's shortcuts (:mod:`pmz.systems.shortcut_hazards`; the default's row only, and ``constant_draws`` for the
   methods that take ``posterior=``): ``far_support_mode``, ``slow_tail_count``, ``abs_latents``,
-  ``switching_potential``, ``planted_mode``, ``narrow_mode``, ``many_modes``, ``constant_draws``.
+  ``switching_potential``, ``planted_mode``, ``narrow_mode``, ``many_modes``, ``constant_draws``;
+* the Laplace route's failure modes (:mod:`pmz.systems.latent_hazards`; the default's row only): ``laplace_student_t``
+  (a Student-t likelihood, not log-concave in the random intercepts), ``laplace_funnel`` (one count a group, the
+  posterior of sigma piled against 0), ``laplace_heavy_latents`` (Student-t(2) random intercepts under a Poisson
+  likelihood).
 
 Examples
 --------
@@ -53,6 +57,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from .conjugate import correlated_gaussian, linear_regression, normal_mean
+from .latent_hazards import latent_columns
 from .shortcut_hazards import shortcut_columns
 
 __all__ = ["Hazard", "hazards", "hazard_names"]
@@ -338,6 +343,7 @@ def _hazards() -> dict[str, Hazard]:
         Hazard("tiny_budget", "10-coefficient regression, tiny budgets", _conjugate("tiny_budget"),
                _known("tiny_budget").log_z, tiny=True),
         *shortcut_columns(Hazard, _conjugate("baseline"), _known("baseline").log_z),
+        *latent_columns(Hazard),
     ]
     return {hazard.name: hazard for hazard in rows}
 
