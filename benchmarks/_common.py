@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -249,6 +250,30 @@ def smc_log_marginal_likelihood(idata) -> tuple[float, int]:
         per_chain.append(finite[-1])
     n_stages = len(list(_flatten(chains[0])))
     return float(np.mean(per_chain)), n_stages
+
+
+# ------------------------------------------------------------------ one run in a fresh process (time and memory)
+FRESH_TAG = "FRESH_RUN "
+
+
+def print_fresh_row(row: dict) -> None:
+    """In the child: add the process's peak resident memory (``ru_maxrss``, compile included) to ``row`` and print
+    it as one tagged JSON line for :func:`run_in_fresh_process`."""
+    import resource
+
+    row["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(FRESH_TAG + json.dumps(row, default=str), flush=True)
+
+
+def run_in_fresh_process(script, args) -> tuple[dict | None, str]:
+    """Run ``python script *args`` in a fresh interpreter: ``(row, "")`` from its :func:`print_fresh_row` line, or
+    ``(None, the end of its stderr)`` where it printed none."""
+    proc = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
+                          cwd=Path(script).parent)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(FRESH_TAG)), None)
+    if line is None:
+        return None, proc.stderr[-2000:]
+    return json.loads(line[len(FRESH_TAG):]), ""
 
 
 # ------------------------------------------------------------------ run caches shared by the benchmark scripts

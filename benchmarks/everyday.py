@@ -43,7 +43,6 @@ import math
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import time
 import warnings
@@ -60,6 +59,8 @@ from _common import (  # noqa: E402
     load_cache,
     pmz_commit,
     pmz_run,
+    print_fresh_row,
+    run_in_fresh_process,
     smc_log_marginal_likelihood,
     update_doc,
 )
@@ -249,28 +250,22 @@ def doc_body(report: str, seeds: int) -> str:
 # ------------------------------------------------------------------------------------------------ scaling
 def _one_scaling_point(name: str, size: int, seed: int) -> None:
     """Child process: one default run on ``scaled(name, size)``; prints a JSON line with time and peak memory."""
-    import resource
-
     from everyday_models import scaled
 
     bench = scaled(name, size)
     model = bench.build()
     r = pmz_run(model, seed)
-    r.update(model=name, size=size, seed=seed, dim=bench.dim, truth=bench.truth(pm.__version__),
-             max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
-    print("SCALING " + json.dumps(r, default=str), flush=True)
+    r.update(model=name, size=size, seed=seed, dim=bench.dim, truth=bench.truth(pm.__version__))
+    print_fresh_row(r)
 
 
 def run_scaling(name: str, sizes, seed: int, log) -> list[dict]:
     rows = []
     for size in sizes:
-        proc = subprocess.run([sys.executable, __file__, "--scaling-child", name, str(size), str(seed)],
-                              capture_output=True, text=True, cwd=Path(__file__).parent)
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("SCALING ")), None)
-        if line is None:
-            log(f"{name} size {size}: failed\n{proc.stderr[-2000:]}")
+        row, error = run_in_fresh_process(__file__, ["--scaling-child", name, size, seed])
+        if row is None:
+            log(f"{name} size {size}: failed\n{error}")
             continue
-        row = json.loads(line[len("SCALING "):])
         row.update(pmz_commit=pmz_commit(), pymc=pm.__version__, date=datetime.datetime.now().isoformat())
         with open(SCALING_CACHE, "a") as fh:
             fh.write(json.dumps(row) + "\n")

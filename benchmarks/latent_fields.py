@@ -26,15 +26,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 
 warnings.filterwarnings("ignore")
+
+from _common import print_fresh_row, run_in_fresh_process  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "latent_fields.md"
 BUILDERS = {"poisson": "hierarchical_poisson", "logistic": "hierarchical_logistic"}
@@ -115,9 +113,10 @@ def scaling(kinds, sizes) -> list:
     rows = []
     for kind in kinds:
         for size in sizes:
-            out = subprocess.run([sys.executable, __file__, "--one", kind, str(size)], capture_output=True,
-                                 text=True, check=True)
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row, error = run_in_fresh_process(__file__, ["--one", kind, size])
+            if row is None:
+                print(f"{kind:9s} G={size:7d}: failed\n{error}", flush=True)
+                continue
             rows.append(row)
             print(f"{kind:9s} G={size:7d}: {row['wall']:7.1f} s  {row['max_rss_mb']:7.0f} MB  log Z "
                   f"{row['log_z']:.4f} +- {row['se']:.4f}  truth {row['truth']:.4f}  (z "
@@ -128,8 +127,7 @@ def scaling(kinds, sizes) -> list:
 def _one(kind, size):
     row = _pmz(kind, int(size), 0)
     row["groups"], row["kind"] = int(size), kind
-    row["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps(row))
+    print_fresh_row(row)
 
 
 def main(argv=None):
