@@ -16,11 +16,19 @@ excluded):
 ``--scaling`` runs pmz's default alone at each ``--sizes`` number of groups, each call in a fresh Python process, and
 reports its time and peak resident memory (``ru_maxrss``, compile included).
 
+``--fields`` runs pmz's default (``max_time=--max-time``, seed 0, a fresh process each) on the latent fields without
+independent groups (:mod:`latent_field_models`: stochastic volatility with 1000 steps, a log-Gaussian Cox process on
+a 30x30 grid, a latent GP classification with 500 points, a Poisson latent GP with 100 points), and beside each a
+reference computed without pmz (a particle filter over a grid of the step size; importance sampling from the Laplace
+Gaussian on a grid of the hyperparameters). The Cox process's CAR prior is compared with the prior normalised
+(``log_z_normalised_prior``), the reference's convention.
+
 Usage::
 
     python benchmarks/latent_fields.py --groups 1000 --seeds 0,1
     python benchmarks/latent_fields.py --coverage --groups 1000 --seeds 0-19
     python benchmarks/latent_fields.py --scaling --sizes 100,1000,10000,100000 --write-doc
+    python benchmarks/latent_fields.py --fields volatility,cox,gp_classification,poisson_gp --max-time 1200
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+
+import numpy as np
 from pathlib import Path
 
 warnings.filterwarnings("ignore")
@@ -130,6 +140,46 @@ def _one(kind, size):
     print_fresh_row(row)
 
 
+def _one_field(name, max_time):
+    import pmz
+    from latent_field_models import FIELDS
+
+    model, what = FIELDS[name]()
+    t0 = time.perf_counter()
+    res = pmz.evidence(model, random_seed=0, progressbar=False, max_time=float(max_time))
+    wall = time.perf_counter() - t0
+    normalised = res.evidence_stats.get("log_z_normalised_prior") if hasattr(res, "evidence_stats") else None
+    print_fresh_row({"name": name, "what": what, "log_z": float(res.log_z), "se": float(res.log_z_se),
+                     "log_z_normalised": None if normalised is None else float(normalised),
+                     "reliable": bool(res.reliable), "route": res.run_attrs.get("route"), "wall": wall,
+                     "why": str(res.run_attrs.get("reliability_reason", ""))[:300]})
+
+
+def _reference(name):
+    import latent_field_models as fields
+
+    return {"volatility": fields.volatility_reference, "cox": fields.cox_reference,
+            "gp_classification": lambda: fields.gp_reference("bernoulli", 500, n_grid=24, n_draws=2000),
+            "poisson_gp": lambda: fields.gp_reference("poisson", 100)}[name]()
+
+
+def latent_fields(names, max_time, with_reference=True) -> list:
+    lines = ["| model | pmz log Z | se | reliable | route | time (s) | memory (MB) | reference | its se | z |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        row, error = run_in_fresh_process(__file__, ["--one-field", name, max_time])
+        if row is None:
+            print(f"{name}: failed\n{error}", flush=True)
+            continue
+        value = row["log_z"] if row["log_z_normalised"] is None else row["log_z_normalised"]
+        reference, ref_se = _reference(name) if with_reference else (float("nan"), float("nan"))
+        z = (value - reference) / np.hypot(row["se"], ref_se)
+        lines.append(f"| {row['what']} | {value:.3f} | {row['se']:.3f} | {row['reliable']} | {row['route']} | "
+                     f"{row['wall']:.0f} | {row['max_rss_mb']:.0f} | {reference:.3f} | {ref_se:.3f} | {z:+.2f} |")
+        print(lines[-1] + (f"  ({row['why']})" if row["why"] else ""), flush=True)
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kinds", default="poisson,logistic")
@@ -139,12 +189,20 @@ def main(argv=None):
     parser.add_argument("--coverage", action="store_true")
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--write-doc", action="store_true")
+    parser.add_argument("--fields", default="")
+    parser.add_argument("--max-time", type=float, default=1200.0)
+    parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--one-field", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         return _one(*args.one)
+    if args.one_field:
+        return _one_field(*args.one_field)
     kinds = args.kinds.split(",")
-    if args.coverage:
+    if args.fields:
+        lines = latent_fields(args.fields.split(","), args.max_time, not args.no_reference)
+    elif args.coverage:
         lines = coverage(kinds, args.groups, _seeds(args.seeds))
     elif args.scaling:
         rows = scaling(kinds, [int(s) for s in args.sizes.split(",")])

@@ -233,7 +233,7 @@ class EvidenceResult(_idata.RESULT_BASE):
         value = float(diagnostics["log_z_normalised_prior"])
         names = diagnostics.attrs.get("prior_unnormalised", "")
         return (f"  log Z with the prior of {names} normalised = {value:.4f} (use this one for Bayes factors "
-                "between models with different numbers of ordered components)")
+                "against models whose priors are not unnormalised the same way)")
 
     def _modes_line(self) -> str:
         """``"  modes: 2 found; posterior mass 0.49 +/- 0.01, 0.51 +/- 0.01"`` when the modes route ran."""

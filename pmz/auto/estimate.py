@@ -17,26 +17,27 @@ __all__ = ["estimate_auto"]
 
 def _prior_mass_fields(record, first) -> dict:
     """The prior-mass diagnostics of the result (empty when the prior as written integrates to one): the measured
-    mass of the tempered route's prior draws, else the known ``-log K!`` of ordered exchangeable variables; with
+    mass of the tempered route's prior draws, else the masses known from the model's structure (``-log K!`` of
+    ordered exchangeable variables, the constant PyMC leaves out of a conditional autoregression); with
     ``log_z_normalised_prior``, the evidence of the model whose prior is normalised (``log Z - sum log c``)."""
     d = first.diagnostics
     if d.prior_log_mass is not None:
         mass, se, names = d.prior_log_mass, d.prior_log_mass_se, d.prior_unnormalised
-    elif record.ordered_log_mass:
-        mass, se, names = float(sum(record.ordered_log_mass.values())), 0.0, ", ".join(record.ordered_log_mass)
+    elif record.known_log_mass:
+        mass, se, names = float(sum(record.known_log_mass.values())), 0.0, ", ".join(record.known_log_mass)
     else:
         return {}
     return dict(prior_log_mass=mass, prior_log_mass_se=se, prior_unnormalised=names)
 
 
-def _ordered_warning(fields, log_z) -> str:
+def _unnormalised_warning(fields, log_z) -> str:
     mass, names = fields["prior_log_mass"], fields["prior_unnormalised"]
     return (
-        f"pmz: the prior of {names} as PyMC writes it does not integrate to one (log mass {mass:+.4f}; an ordered "
-        f"transform on K exchangeable entries keeps 1/K! of the mass). log Z = {log_z:.4f} is the evidence of the "
-        f"density as written; with the prior normalised it is {log_z - mass:.4f} (res.diagnostics["
-        "'log_z_normalised_prior']). A Bayes factor between models with different numbers of ordered components "
-        "(K against K') needs the normalised one: the difference of the densities' log Z is off by log(K!/K'!)."
+        f"pmz: the prior of {names} as PyMC writes it does not integrate to one (log mass {mass:+.4f}: an ordered "
+        "transform on K exchangeable entries keeps 1/K! of the mass; PyMC's CAR leaves out its Gaussian constant "
+        f"-(n/2) log 2 pi + (1/2) log det D). log Z = {log_z:.4f} is the evidence of the density as written; with "
+        f"the prior normalised it is {log_z - mass:.4f} (res.diagnostics['log_z_normalised_prior']). A Bayes factor "
+        "against a model without the same unnormalised prior needs the normalised one."
     )
 
 
@@ -106,7 +107,7 @@ def estimate_auto(record, options, rng) -> EvidenceEstimate:
     first = outcome.first.estimate
     prior_fields = _prior_mass_fields(record, first)
     if prior_fields:
-        warnings.append(_ordered_warning(prior_fields, log_z))
+        warnings.append(_unnormalised_warning(prior_fields, log_z))
     diagnostics = _diagnostics(record, outcome, log_z, disagreement_z, prior_fields)
     return EvidenceEstimate(
         log_z=float(log_z),

@@ -7,7 +7,8 @@ coordinates (the transformed or bounded variables) and :data:`pmz.model.latent_g
 :data:`MAX_LATENT` latent ones (the untransformed continuous variables), and where the log density is proven concave
 in the latents from the model's graph (:mod:`pmz.model.concavity_proof`); a model it cannot prove so is refused
 with the op and the term named. At each hyperparameter value the conditional mode and the precision there
-(:mod:`pmz.runners.conditional_laplace`) give a Gaussian; annealed importance sampling from it to the true
+(:mod:`pmz.runners.conditional_laplace`; the precision diagonal beside a few shared latents, banded, or dense) give a
+Gaussian; annealed importance sampling from it to the true
 conditional gives an unbiased estimate of ``p(y, theta)``; the hyperparameters are integrated by importance sampling
 from a Student-t fitted at the peak of the Laplace approximation (:mod:`pmz.auto.hyper_importance`). The Laplace
 approximation is only the proposal: the estimate is unbiased in ``Z``, and its se, Pareto k-hat and two independent
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..model.concavity_proof import concavity_proof
 from ..runners.conditional_laplace import ConditionalLaplace
-from ..runners.laplace_structure import ArrowStructure
+from ..runners.laplace_structure import ArrowStructure, BandStructure
 from ..model.latent_gaussian import MAX_HYPER, MIN_LATENT, LatentSplit, latent_split
 from .contract import Outcome
 from .hyper_importance import integrate_hyperparameters
@@ -66,18 +67,20 @@ class LaplaceRoute:
 
 def _shared_latents_as_hyperparameters(target, split, base, rng):
     """Where the latents are independent given the hyperparameters and a few shared latents (a population mean
-    under group effects: an arrow-shaped precision), the shared ones join the hyperparameters (up to
-    :data:`pmz.model.latent_gaussian.MAX_HYPER` in all), so that the groups are integrated one at a time.
-    Returns the split and the structure of the latents' precision where it is known (else None: the route reads
-    it)."""
+    under group effects: an arrow-shaped precision), or form a band beside a few shared latents (a field's level),
+    the shared ones join the hyperparameters (up to :data:`pmz.model.latent_gaussian.MAX_HYPER` in all), so that
+    the groups are integrated one at a time, or the band is factored alone. Returns the split and the structure of
+    the latents' precision where it is known (else None: the route reads it)."""
     probe = ConditionalLaplace(target, split, base)
-    if probe.learn_structure(base[split.hyper][None], rng).failure:
-        return split, None  # the route's own reading of the structure says why
+    failure = probe.learn_structure(base[split.hyper][None], rng).failure
     structure = probe.structure
-    if not isinstance(structure, ArrowStructure) or not 0 < len(structure.border) <= MAX_HYPER - len(split.hyper):
+    banded = isinstance(structure, BandStructure) and len(structure.border)
+    if failure and not banded:
+        return split, None  # the route's own reading of the structure says why
+    if not isinstance(structure, (ArrowStructure, BandStructure)):
         return split, structure
-    if len(structure.rest) < MIN_LATENT:
-        return split, structure
+    if not 0 < len(structure.border) <= MAX_HYPER - len(split.hyper) or len(structure.rest) < MIN_LATENT:
+        return split, None if failure else structure
     shared = split.latent[structure.border]
     names = tuple(dict.fromkeys(block.rv_name for block in target.layout.blocks
                                 if any(block.start <= i < block.stop for i in shared)))
@@ -85,4 +88,4 @@ def _shared_latents_as_hyperparameters(target, split, base, rng):
                                      if any(block.start <= i < block.stop for i in split.latent[structure.rest])))
     moved = LatentSplit(np.concatenate([split.hyper, shared]), split.latent[structure.rest],
                         tuple(split.hyper_names) + names, rest_names)
-    return moved, ArrowStructure(len(structure.rest), [])
+    return moved, ArrowStructure(len(structure.rest), []) if isinstance(structure, ArrowStructure) else None

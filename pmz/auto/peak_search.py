@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NotApplicable", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_PRIOR_CLIMBS", "N_BASINS", "SECOND_PEAK",
+__all__ = ["NotApplicable", "refined_peak", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_PRIOR_CLIMBS", "N_BASINS", "SECOND_PEAK",
            "evaluate", "laplace"]
 
 STEP = 1e-3  # finite-difference step in the unconstrained hyperparameters
@@ -108,6 +108,15 @@ def _newton(cg, theta0, rng, near=None):
     if not (np.isfinite(f0) and np.all(np.isfinite(lam)) and lam.min() > 0):
         return None
     return theta, f0, (V / lam) @ V.T
+
+
+def refined_peak(cg, theta, cov, rng):
+    """The peak and negated inverse Hessian of ``log p(y, theta)`` found again by Newton's method from ``theta``,
+    where ``cg``'s values have changed from those the first search climbed (the Laplace route: the Laplace
+    approximation first, then the groupwise quadrature, whose error grows with the number of groups while the peak's
+    width shrinks); ``(theta, cov)`` as they were where the climb fails."""
+    peak = _newton(cg, theta, rng)
+    return (theta, cov) if peak is None else (peak[0], peak[2])
 
 
 def laplace(cg, start, prior_thetas, rng, clock):

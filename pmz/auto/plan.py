@@ -55,9 +55,10 @@ class AutoRecord:
     trials : tuple of Trial
         Every route asked, in order, and what came of it.
     timeline : list of (label, seconds)
-    ordered_log_mass : dict name -> float
-        ``-log K!`` per variable under an ordered transform with exchangeable entries
-        (:func:`pmz.model.prior_mass.ordered_exchangeable_log_mass`): the log mass of its density as written.
+    known_log_mass : dict name -> float
+        The log mass of each free variable's density as PyMC writes it, where it is not 0 and known from the
+        model's structure (:func:`pmz.model.prior_mass.known_log_masses`: ``-log K!`` per ordered vector of K
+        exchangeable entries, the left-out Gaussian constant of a conditional autoregression).
     dropped_chains : int
         Chains dropped (or restarted from the others' states) because they sat where the posterior mass is
         negligible.
@@ -68,7 +69,7 @@ class AutoRecord:
     outcome: Outcome
     trials: tuple = ()
     timeline: list = field(default_factory=list)
-    ordered_log_mass: dict = field(default_factory=dict)
+    known_log_mass: dict = field(default_factory=dict)
     dropped_chains: int = 0
 
     @property
@@ -124,7 +125,7 @@ def run_auto(family, kernel, options, rng, progressbar, target, chunks=None, pla
     posterior with two groups of 16 chains took the modes route, 233 s and flagged, where one group takes 9 s), so
     splitting them is the user's choice, worth it for models of few dimensions and much data (1.1-1.6x on two
     processes)."""
-    from ..model.prior_mass import ordered_exchangeable_log_mass
+    from ..model.prior_mass import known_log_masses
 
     context = AutoContext(family, kernel, options, rng, progressbar, target, chunks)
     name, outcome, trials = run_plan(PLAN if plan is None else plan, context)
@@ -138,7 +139,7 @@ def run_auto(family, kernel, options, rng, progressbar, target, chunks=None, pla
                    f"({context.summed.n_configurations} values)")
         outcome = _with_discrete(outcome, context)
     return AutoRecord(route=name, reason=reason, outcome=outcome, trials=trials, timeline=context.clock.timeline,
-                      ordered_log_mass=ordered_exchangeable_log_mass(target.model), dropped_chains=dropped)
+                      known_log_mass=known_log_masses(target.model), dropped_chains=dropped)
 
 
 def _with_discrete(outcome: Outcome, context) -> Outcome:

@@ -25,7 +25,12 @@ values (:mod:`pmz.model.intervals`) and what is known of its logarithm:
   sum, product or positive power of log-convex terms; ``u / v`` is log-concave for a log-concave ``u`` and a
   log-convex ``v`` (``mu / (mu + alpha)`` of the negative binomial); ``1 - sigmoid(a)`` is ``sigmoid(-a)``. Then
   ``log v`` is concave (log-concave), convex (log-convex) or affine (both: ``log(exp(eta)) = eta``), and
-  ``log1p(v)`` is ``log(1 + v)``.
+  ``log1p(v)`` is ``log(1 + v)``;
+* an even power of a constant of either sign times a log-convex term (or over a log-concave one) is convex: the
+  Normal's ``((y - mu) / sigma)^2`` with ``sigma = exp(eta)`` and ``mu`` free of the latents (stochastic volatility).
+
+Atoms known whole: the prior of a conditional autoregression (``pm.CAR``) with a mean affine in the latents and
+the other parameters free of them is a Gaussian with a positive definite precision (:func:`_gaussian_prior_labels`).
 
 A term of unknown or convex curvature (``abs``, a ``maximum``, a Student-t or Cauchy likelihood of the latents, a
 switch on a comparison of the latents, an op not known here) refuses the proof, naming the op and the term. What
@@ -51,7 +56,7 @@ from .curvature import (_CONCAVE_KINDS, _CONVEX_KINDS, _NONNEG, _POSITIVE, AFFIN
                         _comparison, _const, _div, _exp, _join, _log, _logic, _mul, _neg, _power, _sigmoid, _switch,
                         _unknown)
 from .graph_walk import (PRODUCTS, SHAPE_OF, SOLVES, STRUCTURAL, NoGraph, cached_proof, inner_values,
-                         latent_term_graphs, op_name, value_inputs, walk)
+                         latent_term_graphs, op_name, term_labels, value_inputs, walk)
 from .intervals import BOOLEANS, REALS, Range, from_values, point
 
 __all__ = ["ConcavityProof", "Curve", "concavity_proof", "graph_curvature"]
@@ -82,7 +87,10 @@ def _prove(model, latent_names) -> ConcavityProof:
     except NoGraph as why:
         return ConcavityProof(False, refusal=f"not proven concave: {why}")
     memo, refused = {}, []
+    gaussian = _gaussian_prior_labels(model, latents, memo)
     for label, graph in zip(labels, graphs):
+        if label in gaussian:
+            continue
         curve = graph_curvature(graph, latents, memo)
         if curve.kind not in _CONCAVE_KINDS:
             refused.append((label, curve))
@@ -94,6 +102,27 @@ def _prove(model, latent_names) -> ConcavityProof:
         return ConcavityProof(False, refusal=f"not proven concave in {names} from the graph: {what} in "
                                              f"{label}{more}")
     return ConcavityProof(True, proof=f"the log density is concave in {names} (every term, read from the graph)")
+
+
+def _gaussian_prior_labels(model, latents, memo) -> set:
+    """The labels of the prior terms that are Gaussian densities of a latent with a positive definite precision
+    free of the latents, and a mean affine in them: concave whatever their graph looks like. One such atom, the
+    conditional autoregression (``pm.CAR``): its precision ``tau (D - alpha W)`` is strictly diagonally dominant for
+    ``|alpha| < 1`` (PyMC's own check gives -inf outside), but its graph writes the quadratic form as an
+    elementwise product of two affine terms, which the rules cannot see."""
+    from pymc.distributions.multivariate import CARRV
+
+    out = set()
+    for term, label in term_labels(model):
+        if term not in model.free_RVs or not isinstance(term.owner.op, CARRV):
+            continue
+        if model.rvs_to_values[term] not in latents or model.rvs_to_transforms.get(term) is not None:
+            continue
+        mu, *others = model.replace_rvs_by_values(list(term.owner.op.dist_params(term.owner)))
+        curves = [graph_curvature(v, latents, memo) for v in (mu, *others)]
+        if curves[0].kind in (CONST, AFFINE) and all(c.kind == CONST for c in curves[1:]):
+            out.add(label)
+    return out
 
 
 def graph_curvature(output, latents, memo=None) -> Curve:

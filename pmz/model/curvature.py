@@ -25,7 +25,9 @@ _POSITIVE = Range(0.0, np.inf, True, True)
 class Curve:
     """What is known of a variable: its curvature in the latents (``kind``), its range, and whether it is positive
     with a concave (``log_concave``) or convex (``log_convex``) logarithm, or ``1 - v`` (``one_minus_log_concave``)
-    or ``1 + v`` (``one_plus_log_concave``) is. ``why``: the op where the curvature was lost (kind unknown)."""
+    or ``1 + v`` (``one_plus_log_concave``) is; ``square_convex``: ``v`` is a constant of either sign times a positive
+    log-convex term (``(y - mu) / exp(eta)``), so that ``v ** 2`` is convex. ``why``: the op where the curvature was
+    lost (kind unknown)."""
 
     kind: str
     range: Range = REALS
@@ -33,6 +35,7 @@ class Curve:
     log_convex: bool = False
     one_minus_log_concave: bool = False
     one_plus_log_concave: bool = False
+    square_convex: bool = False
     why: str = ""
 
 
@@ -122,7 +125,7 @@ def _mul(inputs, values) -> Curve:
         why = u.why if u.kind == UNKNOWN else "a product of a curved term with a constant of either sign"
         positive = scale.positive()
         return Curve(kind, rng, log_concave=positive and _is_log_concave(u), log_convex=positive and u.log_convex,
-                     why=why if kind == UNKNOWN else "")
+                     square_convex=u.log_convex or u.square_convex, why=why if kind == UNKNOWN else "")
     first_input, first = varying[0]
     if len(varying) == 2 and varying[1][0] is first_input and first.kind == AFFINE:  # x * x
         return Curve(CONVEX if scale.nonnegative() else CONCAVE if scale.nonpositive() else UNKNOWN, rng,
@@ -149,6 +152,8 @@ def _div(a: Curve, b: Curve) -> Curve:
     log_concave, log_convex = _is_log_concave(a) and b.log_convex, a.log_convex and _is_log_concave(b)
     if log_concave or log_convex:  # log(a / b) = log a - log b
         return _curve(rng, "a ratio of terms in the latents", log_concave, log_convex)
+    if a.kind == CONST and _is_log_concave(b):  # a constant of either sign times the log-convex 1 / b
+        return Curve(UNKNOWN, rng, square_convex=True, why="a constant of either sign over a term in the latents")
     return _unknown("the denominator of a `true_div` (a term in the latents)", rng)
 
 
@@ -163,6 +168,8 @@ def _power(a: Curve, n) -> Curve:
     if n == 1.0:
         return a
     if even and a.kind == AFFINE:
+        return Curve(CONVEX, _NONNEG)
+    if even and a.square_convex:  # (c w)^n = c^n w^n, w^n log-convex
         return Curve(CONVEX, _NONNEG)
     log_concave = n >= 0 and _is_log_concave(a)
     log_convex = n >= 0 and a.log_convex

@@ -1,6 +1,7 @@
 """Single-point graphs of a PyMC model on its flat value space, before pmz batches and compiles them.
 
-* :func:`checks_to_switches`: PyMC's parameter checks as per-point ``switch(condition, value, -inf)``;
+* :func:`batchable`: a single-point graph made ready for ``vectorize_graph``: PyMC's parameter checks as per-point
+  ``switch(condition, value, -inf)``, and reductions over a 0-d term dropped;
 * :func:`constrained_graph`: the free variables' constrained values as graphs of the flat vector ``x`` (value
   transforms undone), for results and the posterior group;
 * :func:`unconstrained_graph`: the flat vector as a batched graph of named constrained draws (value transforms
@@ -16,7 +17,8 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.tensor.elemwise import CAReduce
 
 from .points import layout_from_model
 
@@ -25,24 +27,36 @@ try:  # pytensor >= 2.31
 except ImportError:  # pragma: no cover
     from pytensor.graph.basic import graph_inputs
 
-__all__ = ["checks_to_switches", "constrained_graph", "unconstrained_graph", "graph_inputs"]
+__all__ = ["batchable", "constrained_graph", "unconstrained_graph", "graph_inputs"]
 
 
-def checks_to_switches(outputs):
-    """Replace PyMC's parameter checks by ``switch(condition, value, -inf)`` in single-point graphs.
+def batchable(outputs):
+    """Single-point graphs of a model's log density made ready for ``vectorize_graph``:
 
-    This must happen *before* batching: vectorised, a check's condition would be reduced over the whole batch,
-    so one particle with an invalid parameter would set every particle's log density to -inf. Done on the
-    single-point graph, each particle gets its own condition. (Checks marked as not replaceable still raise.)
-    The rewrite runs on a clone (checks may be nested), whose root inputs are then mapped back to the originals
+    * PyMC's parameter checks become ``switch(condition, value, -inf)``. This must happen *before* batching:
+      vectorised, a check's condition would be reduced over the whole batch, so one particle with an invalid
+      parameter would set every particle's log density to -inf. Done on the single-point graph, each particle gets
+      its own condition. (Checks marked as not replaceable still raise.)
+    * A reduction (sum, product, maximum, all, ...) whose input is 0-d is replaced by that input: it is the
+      identity, but ``vectorize_graph`` cannot batch it (it looks for the reduced axis among the core dimensions).
+      PyMC's conditional autoregression writes one (``log(tau).sum(axis=-1)`` for a scalar ``tau``).
+
+    The rewrites run on a clone (checks may be nested), whose root inputs are then mapped back to the originals
     so that the flat vector and shared data (``pm.Data``) stay the same objects.
     """
     from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 
     inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
     fgraph = FunctionGraph(inputs, outputs, clone=True)
-    in2out(local_check_parameter_to_ninf_switch).rewrite(fgraph)
+    in2out(local_check_parameter_to_ninf_switch, _scalar_reduction_dropped).rewrite(fgraph)
     return graph_replace(fgraph.outputs, dict(zip(fgraph.inputs, inputs)), strict=False)
+
+
+@node_rewriter([CAReduce])
+def _scalar_reduction_dropped(fgraph, node):
+    if node.inputs[0].ndim == 0:
+        return [node.inputs[0].astype(node.outputs[0].dtype)]
+    return None
 
 
 def constrained_graph(model, x):

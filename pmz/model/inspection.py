@@ -20,8 +20,8 @@ def improper_prior_names(model) -> list[str]:
     return [rv.name for rv in model.free_RVs if isinstance(rv.owner.op, FlatRV | HalfFlatRV)]
 
 
-def _observed_value(data):
-    """The value of an observed variable's data without compiling anything (constants, shared data), or None."""
+def data_value(data):
+    """The value of data (an observed variable's, a distribution's constant parameter) without compiling anything (constants, shared data), or None."""
     if isinstance(data, Constant):
         return data.data
     if hasattr(data, "get_value"):
@@ -34,7 +34,7 @@ def _observed_value(data):
 
 def observed_values(model) -> dict:
     """``{observed variable name: its data}``, read once without compiling (None where it cannot be read)."""
-    return {rv.name: _observed_value(model.rvs_to_values[rv]) for rv in model.observed_RVs}
+    return {rv.name: data_value(model.rvs_to_values[rv]) for rv in model.observed_RVs}
 
 
 def non_finite_observed_names(observed: dict) -> list[str]:

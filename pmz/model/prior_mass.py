@@ -35,12 +35,16 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, gammaln
 
+from .inspection import data_value
+
 __all__ = [
     "PriorMass",
     "suspect_variables",
     "prior_normalisation",
     "normalisation_warning",
     "ordered_exchangeable_log_mass",
+    "car_log_mass",
+    "known_log_masses",
 ]
 
 # value transforms whose Jacobian PyMC gets exactly right on a normalised elementwise density
@@ -256,3 +260,32 @@ def ordered_exchangeable_log_mass(model) -> dict[str, float]:
         n_vectors = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
         out[rv.name] = -n_vectors * float(gammaln(k + 1))
     return out
+
+
+def car_log_mass(model) -> dict[str, float]:
+    """``{name: log c}`` of the free conditional autoregressions (``pm.CAR``): PyMC writes their log density as
+    ``(1/2) (n log tau + sum_i log(1 - alpha lambda_i) - tau d' (D - alpha W) d)``, leaving out
+    ``-(n/2) log 2 pi + (1/2) log det D`` (``D`` the neighbour counts, ``lambda`` the eigenvalues of
+    ``D^{-1/2} W D^{-1/2}``), so the density as written has log mass ``log c = (n/2) log 2 pi - (1/2) sum_i log D_ii``
+    per field, whatever ``alpha`` and ``tau``. Read from the adjacency ``W`` where it is data (no compile)."""
+    from pymc.distributions.multivariate import CARRV
+
+    out = {}
+    for rv in model.free_RVs:
+        if not isinstance(rv.owner.op, CARRV):
+            continue
+        W = data_value(rv.owner.op.dist_params(rv.owner)[1])
+        if W is None:
+            continue
+        counts = np.asarray(W.sum(axis=0), dtype=float).ravel()
+        n = counts.size
+        n_fields = int(np.prod(model.initial_point()[model.rvs_to_values[rv].name].shape)) // max(n, 1)
+        out[rv.name] = n_fields * (0.5 * n * np.log(2.0 * np.pi) - 0.5 * float(np.sum(np.log(counts))))
+    return out
+
+
+def known_log_masses(model) -> dict[str, float]:
+    """``{name: log c}`` of the free variables whose density as PyMC writes it has a log mass pmz knows from the
+    model's structure: ordered exchangeable entries (:func:`ordered_exchangeable_log_mass`) and conditional
+    autoregressions (:func:`car_log_mass`)."""
+    return {**ordered_exchangeable_log_mass(model), **car_log_mass(model)}

@@ -21,7 +21,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from .backend import ONE_SHOT_MODE
-from .graphs import checks_to_switches
+from .graphs import batchable
 
 __all__ = ["evaluate", "prior_terms_function"]
 
@@ -65,7 +65,7 @@ def prior_terms_function(compiled, replacements: dict):
     # (value transforms undone) -> slices of the flat vector x
     singles = model.replace_rvs_by_values(singles)
     singles = graph_replace(singles, value_of_x, strict=False)
-    singles = checks_to_switches(singles)
+    singles = batchable(singles)
     X = compiled._X
     replace = {x: X, **dict(batched_inputs)}
     batched = vectorize_graph(singles, replace=replace)

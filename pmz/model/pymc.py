@@ -35,7 +35,7 @@ import pymc as pm
 
 from ..interrupts import interrupts_as_keyboard
 from .backend import ONE_SHOT_MODE, CompileClock, backend_name, quiet_blas_link_warning, resolve_mode
-from .graphs import checks_to_switches, constrained_graph, unconstrained_graph
+from .graphs import batchable, constrained_graph, unconstrained_graph
 from .inspection import default_block_size, improper_prior_names, non_finite_observed_names, observed_values
 from .points import FlatLayout, layout_from_model
 
@@ -158,7 +158,7 @@ class CompiledModel:
         log_prior = model.logp(vars=prior_terms, jacobian=True, sum=True)
         log_lik = model.logp(vars=lik_terms, sum=True) if lik_terms else pt.constant(0.0, dtype="float64")
         log_prior, log_lik = graph_replace([log_prior, log_lik], replace, strict=False)
-        log_prior, log_lik = checks_to_switches([log_prior, log_lik])
+        log_prior, log_lik = batchable([log_prior, log_lik])
         return x, log_prior, log_lik
 
     def _build_graphs(self):
@@ -211,7 +211,7 @@ class CompiledModel:
         x = pt.vector("x", dtype="float64")
         terms = model.logp(vars=lik_terms, jacobian=True, sum=False)
         terms = graph_replace(terms, self._value_replacements(x), strict=False)
-        terms = checks_to_switches(terms)
+        terms = batchable(terms)
         vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
         sizes = pytensor.function(  # shapes only: the Python linker, nothing to compile
             [x], [pt.as_tensor(t).size for t in terms], on_unused_input="ignore", mode="FAST_COMPILE"
@@ -261,7 +261,7 @@ class CompiledModel:
             terms = model.logp(vars=list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials),
                                jacobian=True, sum=False)
             terms = graph_replace(terms, self._value_replacements(self._x), strict=False)
-            terms = checks_to_switches(terms)
+            terms = batchable(terms)
             vector = pt.concatenate([pt.as_tensor(t).astype("float64").ravel() for t in terms])
             (batched,) = vectorize_graph([vector], replace={self._x: self._X})
             self._fn_all_terms = self._compile([batched])
@@ -358,7 +358,7 @@ class CompiledModel:
             rvs = {rv.name: rv for rv in self.model.free_RVs}
             terms = [self.model.logp(vars=[rvs[name]], jacobian=True, sum=True) for name in key]
             terms = graph_replace(terms, self._value_replacements(self._x), strict=False)
-            terms = checks_to_switches(terms)
+            terms = batchable(terms)
             vector = pt.stack([pt.as_tensor(t).astype("float64") for t in terms])
             (batched,) = vectorize_graph([vector], replace={self._x: self._X})
             cache[key] = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)

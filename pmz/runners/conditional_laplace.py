@@ -8,9 +8,11 @@ latent_split`). Where ``f(theta, x) = log p~(theta, x)`` is concave in ``x`` (pr
 1. **The conditional mode** ``x_hat(theta)`` by Newton's method with backtracking (from the last mode found), with
    the precision ``P(x) = -d^2 f / dx^2`` from central differences of the gradient along a few structured steps
    (:class:`pmz.model.batched_precision.ArrowFactor`: one step moves every group effect at once where they are
-   independent given ``theta`` and a few shared latents; :class:`~pmz.model.batched_precision.DenseFactor` for a
-   few hundred dependent latents). The structure is read once from the Hessian's nonzeros and checked along a random
-   direction.
+   independent given ``theta`` and a few shared latents; :class:`~pmz.model.batched_precision.BandFactor` for a
+   band, with ``2b + 1`` steps; :class:`~pmz.model.batched_precision.DenseFactor` for a few hundred dependent
+   latents). The structure is read once from the Hessian's nonzeros and checked along a random direction. Newton's
+   iterations steer by forward differences, central ones where those lose definiteness, and a value whose climb
+   fails starts again from the latents' zero.
 2. **The Laplace approximation** ``log p_LA(y, theta) = f(theta, x_hat) + (m/2) log 2 pi - (1/2) log det P(x_hat)``
    (Tierney & Kadane 1986; Rue, Martino & Chopin 2009): smooth in ``theta``, it is what the peak search and the
    importance proposal over ``theta`` are fitted to. It is never the answer.
@@ -30,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.batched_precision import ArrowFactor, DenseFactor
+from ..model.batched_precision import ArrowFactor, BandFactor, DenseFactor
 from ..model.group_terms import read_group_terms
 from ..model.latent_gaussian import _MAX_STORED, LOG_2PI, Conditional
 from .latent_ais import anneal_from_gaussian
-from .laplace_structure import ArrowStructure, check_structure, read_structure
+from .laplace_structure import ArrowStructure, BandStructure, check_structure, read_structure
 
 __all__ = ["ConditionalLaplace", "LaplaceFit", "LOG_VARIANCE_TARGET", "N_CALIBRATION"]
 
@@ -121,8 +123,14 @@ class ConditionalLaplace:
                                for i in range(0, len(latent), chunk)])
 
     def _steps(self, h):
-        """The structured steps (S, B, m) for per-coordinate sizes ``h (B, m)``."""
+        """The structured steps (S, B, m) for per-coordinate sizes ``h (B, m)``: for a band of half-width ``b``,
+        the coordinates ``2b + 1`` apart move together (no row of ``P`` meets two of them)."""
         B, m = h.shape
+        if isinstance(self.structure, BandStructure):
+            colours = self.structure.colours(m)
+            steps = np.zeros((colours.max() + 1, B, m))
+            steps[colours, :, np.arange(m)] = h.T
+            return steps
         if isinstance(self.structure, ArrowStructure):
             rest, border = self.structure.rest, self.structure.border
             steps = np.zeros((1 + len(border), B, m))
@@ -147,6 +155,8 @@ class ConditionalLaplace:
         if g is not None:  # forward: (g(x + s) - g(x)) / s, written as the central form's two halves
             G = np.stack([G[0], np.broadcast_to(g, (S, B, m))])
             h = h / 2.0
+        if isinstance(self.structure, BandStructure):
+            return BandFactor(self._band(G, h))
         if isinstance(self.structure, ArrowStructure):
             rest, border = self.structure.rest, self.structure.border
             D = -(G[0, 0][:, rest] - G[1, 0][:, rest]) / (2.0 * h[:, rest])
@@ -158,15 +168,20 @@ class ConditionalLaplace:
         P = -np.transpose(G[0] - G[1], (1, 0, 2)) / (2.0 * h[:, :, None])
         return DenseFactor(0.5 * (P + np.swapaxes(P, 1, 2)))
 
-    @staticmethod
-    def _diagonal(factor):
-        if isinstance(factor, ArrowFactor):
-            d = np.empty((factor.sqrt_d.shape[0], factor.m))
-            d[:, factor.rest] = factor.sqrt_d ** 2
-            d[:, factor.border] = np.einsum("bij,bij->bi", factor.L, factor.L) + np.einsum(
-                "bni,bni->bi", factor.W, factor.W)
-            return d
-        return np.einsum("bij,bij->bi", factor.L, factor.L)
+    def _band(self, G, h):
+        """``P[i, i - k]`` for ``k = 0..b`` (``(B, m, b + 1)``) from the gradients along the coloured steps
+        ``G (2, S, B, m)``: column ``j`` of ``P`` is read from the step of ``j``'s colour, and the two readings of
+        each entry (row and column) are averaged."""
+        colours = self.structure.colours(self.m)
+        B, m, b = h.shape[0], self.m, self.structure.half_width
+        band = np.zeros((B, m, b + 1))
+        rows = np.arange(m)
+        for k in range(b + 1):
+            i, j = rows[k:], rows[:m - k]
+            below = -(G[0][colours[j], :, i] - G[1][colours[j], :, i]).T / (2.0 * h[:, j])  # P[i, j] from column j
+            above = -(G[0][colours[i], :, j] - G[1][colours[i], :, j]).T / (2.0 * h[:, i])  # P[j, i] from column i
+            band[:, k:, k] = 0.5 * (below + above)
+        return band
 
     # ---------------------------------------------------------------- structure
     def learn_structure(self, thetas, rng) -> Conditional:
@@ -193,7 +208,9 @@ class ConditionalLaplace:
         self.x0 = np.asarray(x, dtype=float)[self.split.latent].copy()
 
     def fit(self, thetas) -> LaplaceFit:
-        """The conditional modes and Laplace Gaussians at ``thetas (B, k)`` by Newton's method with backtracking."""
+        """The conditional modes and Laplace Gaussians at ``thetas (B, k)`` by Newton's method with backtracking,
+        from :attr:`x0` or the linear guess, whichever is higher; values where that fails start again from the
+        latents' zero (far hyperparameter values, where the guess sends ``exp`` of a latent out of range)."""
         thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
         B = len(thetas)
         self.n_evaluations += B
@@ -205,6 +222,19 @@ class ConditionalLaplace:
             f_guess, g_guess = self._value_grad(thetas, guess)
             better = f_guess > f
             x[better], f[better], g[better] = guess[better], f_guess[better], g_guess[better]
+        x, f, h, failed, unfinished = self._newton(thetas, x, f, g)
+        if (failed | unfinished).any():
+            again = np.flatnonzero(failed | unfinished)
+            zero = np.zeros((len(again), self.m))
+            f0, g0 = self._value_grad(thetas[again], zero)
+            x[again], f[again], h[again], failed[again], _ = self._newton(thetas[again], zero, f0, g0)
+        factor = self._factor(thetas, x, h)
+        return LaplaceFit(thetas, x, f, factor, factor.ok & np.isfinite(f) & ~failed)
+
+    def _newton(self, thetas, x, f, g):
+        """Newton's iterations from ``x`` (values ``f``, gradients ``g``): the modes, their values, the
+        finite-difference steps, which rows failed and which had not converged after :data:`NEWTON_STEPS`."""
+        x, f, g = x.copy(), f.copy(), g.copy()
         h = 1e-4 * np.maximum(1.0, np.abs(x))
         active = np.isfinite(f)
         failed = ~active
@@ -213,7 +243,9 @@ class ConditionalLaplace:
             if not idx.size:
                 break
             factor = self._factor(thetas[idx], x[idx], h[idx], g[idx])
-            h[idx] = FD_SD / np.sqrt(np.maximum(self._diagonal(factor), 1e-12))
+            if not factor.ok.all():  # forward differences lose definiteness where the curvature grows fast (exp)
+                factor = self._factor(thetas[idx], x[idx], h[idx])
+            h[idx] = FD_SD / np.sqrt(np.maximum(factor.diagonal(), 1e-12))
             with np.errstate(invalid="ignore"):
                 step = factor.solve(np.nan_to_num(g[idx]))
                 decrement = np.sum(g[idx] * step, axis=1)
@@ -237,8 +269,7 @@ class ConditionalLaplace:
             # no ascent along Newton's direction: at the mode to round-off, or lost
             active[idx[pending]] = False
             failed[idx[pending & (decrement > 1e-6)]] = True
-        factor = self._factor(thetas, x, h)
-        return LaplaceFit(thetas, x, f, factor, factor.ok & np.isfinite(f) & ~failed)
+        return x, f, h, failed, active
 
     # ---------------------------------------------------------------- the correction
     def _u_grad(self, fit):
@@ -302,6 +333,12 @@ class ConditionalLaplace:
         self.n_temperatures = int(np.clip(wanted, MIN_TEMPERATURES, MAX_TEMPERATURES))
         return ""
 
+    @property
+    def quadrature(self) -> bool:
+        """Whether :meth:`evaluate` integrates the latents by the groupwise quadrature (deterministic, smooth values)
+        rather than by annealing (unbiased noisy estimates); known after :meth:`calibrate`."""
+        return self.groups is not None
+
     def describe(self) -> str:
         """How :meth:`evaluate` integrates the latents, for the route's reason (after :meth:`calibrate`)."""
         if self.groups is not None:
@@ -321,7 +358,7 @@ class ConditionalLaplace:
         pilot value. False where this does not hold (the annealed correction then runs)."""
         if not isinstance(self.structure, ArrowStructure) or len(self.structure.border):
             return False
-        sd = 1.0 / np.sqrt(self._diagonal(fit.factor)[0])
+        sd = 1.0 / np.sqrt(fit.factor.diagonal()[0])
         point = self._points(fit.thetas[:1], fit.x_hat[:1])[0]
         groups = read_group_terms(self.target.log_density_terms, point, self.split.latent, 0.5 * sd, rng)
         if isinstance(groups, str):
@@ -349,7 +386,7 @@ class ConditionalLaplace:
         """``log p(y, theta) = c(theta) + sum_g log int exp(f_g)``, each integral by the adaptive Gauss-Hermite rule
         of ``n_nodes`` nodes about its mode (Liu & Pierce 1994): nodes ``x_hat + sqrt(2 / D) t_q``."""
         t, w = np.polynomial.hermite.hermgauss(n_nodes)
-        scale = np.sqrt(2.0 / self._diagonal(fit.factor))
+        scale = np.sqrt(2.0 / fit.factor.diagonal())
         out = np.empty(len(fit.thetas))
         chunk = self._chunk(n_nodes)
         for i in range(0, len(out), chunk):
@@ -369,7 +406,7 @@ class ConditionalLaplace:
         """One draw of ``x | theta, y`` per value: in each group, one of :data:`N_RESAMPLE` draws of its Laplace
         Gaussian picked with probability proportional to its importance weight (sampling-importance-resampling)."""
         R = N_RESAMPLE
-        sd = 1.0 / np.sqrt(self._diagonal(fit.factor))
+        sd = 1.0 / np.sqrt(fit.factor.diagonal())
         out = np.empty_like(fit.x_hat)
         chunk = self._chunk(R)
         for i in range(0, len(out), chunk):

@@ -22,6 +22,10 @@ def _model(likelihood, prior="normal"):
             x = mu + sigma * pm.Normal("x", 0.0, 1.0, shape=3)
         elif prior == "mv_normal":
             x = pm.MvNormal("x", mu * np.ones(3), cov=np.eye(3) + 0.5)
+        elif prior == "car":
+            x = pm.CAR("x", mu=mu * np.ones(3), W=np.ones((3, 3)) - np.eye(3), alpha=0.9, tau=1.0 / sigma**2)
+        elif prior == "car_exp_mean":
+            x = pm.CAR("x", mu=pm.math.exp(mu) * np.ones(3), W=np.ones((3, 3)) - np.eye(3), alpha=0.9, tau=1.0)
         else:
             x = pm.Cauchy("x", mu, sigma, shape=3)
         likelihood(x)
@@ -36,6 +40,8 @@ CONCAVE = {
     "normal": lambda x: pm.Normal("y", x[GROUP], 1.0, observed=Y),
     "exponential_log_link": lambda x: pm.Exponential("y", lam=pm.math.exp(x[GROUP]), observed=Y + 1.0),
     "concave_potential": lambda x: pm.Potential("p", -pt.exp(x).sum() + 2.0 * x.sum()),
+    # stochastic volatility: -(y / exp(x / 2))^2 / 2 - x / 2, with data of either sign
+    "normal_log_scale": lambda x: pm.Normal("y", 0.0, sigma=pm.math.exp(x[GROUP] / 2.0), observed=Y - 1.5),
 }
 NOT_CONCAVE = {
     "student_t": (lambda x: pm.StudentT("y", nu=3, mu=x[GROUP], sigma=1.0, observed=Y), "log density of y"),
@@ -44,6 +50,12 @@ NOT_CONCAVE = {
     "switch_on_latents": (lambda x: pm.Potential("p", pt.switch(x > 0, -x, 2 * x).sum()),
                           "the condition of a `switch`"),
     "product_of_latents": (lambda x: pm.Potential("p", -(x[0] * x[1])), "a product of two terms in the latents"),
+    # the latents in both the mean and the scale: (y - x) / exp(x) squared is not convex
+    "normal_mean_and_log_scale": (lambda x: pm.Normal("y", x[GROUP], sigma=pm.math.exp(x[GROUP]), observed=Y),
+                                  "log density of y"),
+    # 1 / (1 + exp(x)) is not log-convex: its square is not convex
+    "normal_softplus_scale": (lambda x: pm.Normal("y", 0.0, sigma=1.0 + pm.math.exp(x[GROUP]), observed=Y - 1.5),
+                              "log density of y"),
 }
 
 
@@ -54,7 +66,7 @@ def test_likelihoods_of_a_linear_predictor_are_proven_concave(name):
     assert "concave in mu, x" in proof.proof
 
 
-@pytest.mark.parametrize("prior", ["non_centred", "mv_normal"])
+@pytest.mark.parametrize("prior", ["non_centred", "mv_normal", "car"])
 def test_other_gaussian_priors_keep_the_proof(prior):
     assert concavity_proof(_model(CONCAVE["poisson_log_link"], prior), ["mu", "x"]).proven
 
@@ -65,6 +77,11 @@ def test_each_failure_refuses_naming_the_term(name):
     proof = concavity_proof(_model(likelihood), ["mu", "x"])
     assert not proof.proven
     assert words in proof.refusal
+
+
+def test_a_car_prior_with_a_mean_not_affine_in_the_latents_is_walked_and_refused():
+    proof = concavity_proof(_model(CONCAVE["poisson_log_link"], "car_exp_mean"), ["mu", "x"])
+    assert not proof.proven and "the prior of x" in proof.refusal
 
 
 def test_a_cauchy_prior_on_the_latents_is_refused():
