@@ -96,7 +96,7 @@ def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
             outcome = _exact(cg, draw_rng, what)
             context.clock.mark("latent Gaussian integrated out, exactly")
             return outcome
-        mode, cov, searched = _peak(context, cg, split, base, curve_rng, label)
+        mode, cov, searched = _peak(context, cg, split, base, curve_rng, label, costly=laplace is not None)
         if laplace is not None:
             _calibrate(context, cg, mode, cov, curve_rng, label)
             if cg.quadrature:  # the peak of the quadrature's log p(y, theta), not the Laplace approximation's
@@ -135,10 +135,33 @@ def _calibrate(context, cg, mode, cov, rng, label):
     context.clock.mark(f"{label}: the integration of the latents calibrated")
 
 
-def _peak(context, cg, split, base, rng, label):
+def _within_budget(context, cg, theta, rng, label):
+    """Hand over where ``max_time`` cannot pay for the fewest values the route needs (four of the peak's stencils,
+    the calibration and the smallest pilot), at the cost of one value timed now (after the
+    compile): a dense latent field whose every gradient factors its kernel again can cost minutes a value."""
+    from ..runners.conditional_laplace import N_CALIBRATION
+
+    left = context.clock.left()
+    if not np.isfinite(left):
+        return
+    t0 = time.perf_counter()
+    evaluate(cg, theta[None], rng)
+    per_value = time.perf_counter() - t0
+    k = len(theta)
+    needed = (2 * k * k + 1) * 4 + N_CALIBRATION + N_HYPER_PILOT_MIN
+    if needed * per_value > left:
+        raise NotApplicable(f"{label}: a hyperparameter value costs {per_value:.2g} s (a Newton solve over "
+                            f"{cg.m} latents) and the route needs at least {needed} of them, about "
+                            f"{needed * per_value:.0f} s, more than the {max(left, 0.0):.0f} s max_time leaves")
+
+
+def _peak(context, cg, split, base, rng, label, costly=False):
     """The certificate at the start, the structure of the precision, and the peak of ``log p(y, theta)`` with the
-    look around it (:func:`pmz.auto.peak_search.laplace`): ``(mode, cov, searched)``."""
+    look around it (:func:`pmz.auto.peak_search.laplace`): ``(mode, cov, searched)``. ``costly`` (the Laplace
+    route): first check that ``max_time`` can pay for the route (:func:`_within_budget`)."""
     _structure(context, cg, split, base, rng, label)
+    if costly:
+        _within_budget(context, cg, base[split.hyper], rng, label)
     mode, cov, searched = laplace(cg, base[split.hyper], lambda: prior_thetas(context.target, split, rng), rng,
                                   context.clock)
     cg.recentre(evaluate(cg, mode[None], rng).draw[0, 0])
