@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NotApplicable", "refined_peak", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_PRIOR_CLIMBS", "N_BASINS", "SECOND_PEAK",
-           "evaluate", "laplace"]
+__all__ = ["NotApplicable", "SCAN_SDS", "N_STARTS", "N_DISPERSED", "N_PRIOR_CLIMBS", "N_BASINS", "SECOND_PEAK",
+           "evaluate", "laplace", "refined_peak"]
 
 STEP = 1e-3  # finite-difference step in the unconstrained hyperparameters
 NEWTON_STEPS = 30

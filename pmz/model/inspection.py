@@ -21,7 +21,8 @@ def improper_prior_names(model) -> list[str]:
 
 
 def data_value(data):
-    """The value of data (an observed variable's, a distribution's constant parameter) without compiling anything (constants, shared data), or None."""
+    """The value of data (an observed variable's, a distribution's constant parameter) without compiling anything
+    (constants, shared data), or None."""
     if isinstance(data, Constant):
         return data.data
     if hasattr(data, "get_value"):

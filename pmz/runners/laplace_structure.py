@@ -22,7 +22,8 @@ import numpy as np
 
 from ..model.batched_precision import MAX_BORDER
 
-__all__ = ["ArrowStructure", "BandStructure", "DenseStructure", "read_structure", "check_structure", "DENSE_MAX", "DENSE_PROBE"]
+__all__ = ["ArrowStructure", "BandStructure", "DenseStructure", "read_structure", "check_structure", "DENSE_MAX",
+           "DENSE_PROBE", "MAX_HALF_WIDTH"]
 
 DENSE_MAX = 600  # latents held densely (B m^2 numbers per batch of hyperparameter values)
 DENSE_PROBE = 200  # latents up to which the structure is read from the full Hessian (2m gradient points)
