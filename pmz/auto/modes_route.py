@@ -146,14 +146,14 @@ def defensive_prior(target, prior):
     """``prior`` (:func:`pmz.runners.draw_trust.prior_reference`) as a normalised reference for the mixture, or None
     where it cannot serve: no prior, the discrete variables were summed out (``target`` is not the prior's model),
     or a prior density may not integrate to one for a reason pmz cannot correct
-    (``pmz.model.prior_mass.suspect_variables`` other than ordered exchangeable ones, whose mass ``1/K!`` is
-    known)."""
+    (``pmz.model.prior_mass.suspect_variables`` other than those whose mass pmz knows: ordered exchangeable entries,
+    ``1/K!``, and conditional autoregressions, whose Gaussian constant PyMC leaves out; ``known_log_masses``)."""
     from ..model.mixture_reference import RenormalisedReference
-    from ..model.prior_mass import ordered_exchangeable_log_mass, suspect_variables
+    from ..model.prior_mass import known_log_masses, suspect_variables
 
     if prior is None or prior.compiled is not target:
         return None
-    known = ordered_exchangeable_log_mass(target.model)
+    known = known_log_masses(target.model)
     if set(suspect_variables(target.model)) - set(known):
         return None
     return RenormalisedReference(prior, sum(known.values()), name="prior")

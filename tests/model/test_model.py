@@ -443,3 +443,28 @@ def test_a_conditional_autoregression_with_an_unknown_precision_is_batched_and_a
     assert abs(res.log_z - (truth + left_out)) < 4 * res.log_z_se + 0.01
     normalised = float(res.evidence_stats["log_z_normalised_prior"])
     assert abs(normalised - truth) < 4 * res.log_z_se + 0.01
+
+
+def test_the_defensive_prior_of_a_car_model_is_normalised():
+    """The modes route's defensive component is the prior as PyMC writes it, shifted by the log masses pmz knows;
+    a CAR prior's left-out Gaussian constant is one of them, so the component's density is the normalised one."""
+    from scipy import stats
+
+    from pmz.auto.modes_route import defensive_prior
+    from pmz.runners.draw_trust import prior_reference
+    from pmz.systems.grid import grid_adjacency
+
+    W = grid_adjacency(3)
+    Q = np.diag(W.sum(1)) - 0.8 * W
+    with pm.Model() as model:
+        tau = pm.Gamma("tau", 3.0, 1.5)
+        pm.CAR("field", mu=np.zeros(9), W=W, alpha=0.8, tau=tau)
+    target = CompiledModel(model)
+    reference = defensive_prior(target, prior_reference(target))
+    X = reference.sample(np.random.default_rng(0), 5)
+    log_tau = X[:, target.layout.block_of("tau").start]
+    field = X[:, target.layout.block_of("field").start:target.layout.block_of("field").stop]
+    exact = [stats.gamma(3.0, scale=1 / 1.5).logpdf(np.exp(u)) + u
+             + stats.multivariate_normal(np.zeros(9), np.linalg.inv(np.exp(u) * Q)).logpdf(f)
+             for u, f in zip(log_tau, field)]
+    np.testing.assert_allclose(reference.log_density(X), exact, rtol=0, atol=1e-6)  # PyMC: eigvalsh of W
