@@ -90,6 +90,8 @@ from auto_models import (  # noqa: E402
 )
 from pymc.gp.util import JITTER_DEFAULT  # noqa: E402
 
+from everyday_wide_models import WIDE, WIDE_LOGJOINTS  # noqa: E402
+
 from pmz.systems.state_space import ar1_kalman_log_likelihood  # noqa: E402
 
 __all__ = ["EVERYDAY", "SCALED_SIZES", "BenchmarkModel", "scaled"]
@@ -736,6 +738,7 @@ EVERYDAY: dict[str, BenchmarkModel] = {m.name: m for m in [
     _sized("correlated_gaussian", 400, -1523.0887034452, 0.0, ""),
     _sized("correlated_gaussian", 1000, -3779.8497515958, 0.0, ""),
 ]}
+EVERYDAY.update(WIDE)  # 7-30 coordinates: everyday_wide_models.py
 
 
 # ================================================================================================ independent checks
@@ -750,6 +753,7 @@ _LOGJOINTS = {
     "ar1_400": lambda: _ar1_logjoint_fn(400),
     "ar1_2000": lambda: _ar1_logjoint_fn(2000),
     "gp_latent_100": lambda: _gp_logjoint_fn(100),
+    **WIDE_LOGJOINTS,
 }
 
 

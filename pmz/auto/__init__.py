@@ -11,11 +11,11 @@ sum            every free variable discrete, at most 2^20 joint values          
 latent         Gaussian latents (32-4000 coordinates) given <= 6 others         the Gaussian integral (exact
                                                                                 without hyperparameters), else
                                                                                 importance sampling: two halves
-laplace        latents (32 or more) proven concave from the graph (random       importance sampling over the
+laplace        latents (8 or more) proven concave from the graph (random       importance sampling over the
                effects of a Poisson, logistic, binomial or negative-binomial    hyperparameters, each weighted by
                GLM) given 1-6 others                                            an annealed correction from the
                                                                                 Laplace Gaussian: two halves
-importance     at most 6 coordinates                                            importance sampling from the peak:
+importance     at most 30 coordinates (the routes above did not answer)         importance sampling from the peak:
                                                                                 two halves
 tempered       discrete variables too many to sum out, or pmz's chains          independent SMC runs
                diverge

@@ -119,6 +119,14 @@ class AutoContext:
         return latent_split(self.target)
 
     @cached_property
+    def importance_split(self):
+        """Every coordinate as a hyperparameter where the model has few
+        (:func:`pmz.model.latent_gaussian.every_coordinate`), or None."""
+        from ..model.latent_gaussian import every_coordinate
+
+        return every_coordinate(self.target)
+
+    @cached_property
     def jumps(self) -> str:
         """Where the log density jumps by a finite amount in a continuous free variable
         (:func:`pmz.model.jumps.finite_jumps`), "" where it does not or the model is not a PyMC model."""

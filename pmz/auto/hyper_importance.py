@@ -7,7 +7,7 @@ With latents ``x`` that enter the log density quadratically given hyperparameter
 
     Z = int p(y, theta) d theta,    log p(y, theta) = f(theta, x_hat) + (m/2) log 2 pi - (1/2) log det P(theta),
 
-exact in the latents; with no latents (a model of at most six coordinates), ``log p(y, theta) = log p~(theta)``.
+exact in the latents; with no latents (a model of at most 30 coordinates), ``log p(y, theta) = log p~(theta)``.
 
 1. **Laplace in the hyperparameters** (:func:`pmz.auto.peak_search.laplace`): the peak ``theta*`` and
    ``Sigma = (-Hessian)^{-1}``, and a look around it for a second peak. (The Laplace route climbs the Laplace
@@ -197,14 +197,16 @@ def _pilot(cg, q, rng, n_pilot, khat_limit, label, thrifty):
     return q, out, log_w, per_draw
 
 
-def _importance(context, cg, q, rng, t_start, label, searched, thrifty=False) -> _Weighted:
+def _importance(context, cg, q, rng, t_start, label, searched, thrifty=False, again=False) -> _Weighted:
     """The pilot, then enough draws for the target se within the time left; both must pass the checks.
 
     ``thrifty`` (the Laplace route, whose every draw costs a Newton solve and an integral over thousands of latents):
     where the pilot's weights vary more than :data:`REFIT_VARIANCE`, ``q`` is refitted to their weighted moments
     (with its own Cauchy component) and the pilot drawn again from it (the first pilot only chose ``q``: the estimate
     uses the draws of the final ``q`` alone, each unbiased given it); and the floor on the draws is not :data:`N_MIN`
-    but what the se itself needs (:func:`draws_wanted`)."""
+    but what the se itself needs (:func:`draws_wanted`). A thrifty run whose draws, all together, fail the checks
+    (a few hundred draws: a Pareto k-hat just above 1/2 is often noise there) starts once more from ``q`` refitted
+    to all of them with the covariance doubled, and hands over only if that fails too."""
     options, clock = context.options, context.clock
     khat_limit = min(options.max_khat, MAX_KHAT)
     per_value = (time.perf_counter() - t_start) / max(cg.n_evaluations, 1)  # seconds per value so far
@@ -227,6 +229,10 @@ def _importance(context, cg, q, rng, t_start, label, searched, thrifty=False) ->
             break
         wanted = max(wanted, draws_wanted(log_w, options.target_se, thrifty))  # the tails, read again on all
     why_not = weights_fail(log_w, khat_limit, "all")
+    if why_not and thrifty and not again and kish_ess(log_w) >= N_REFIT_ESS:
+        clock.mark(f"{label}: {why_not}; the proposal refitted to them")
+        q = _weighted_fit(np.concatenate(draws)[:, cg.split.hyper], log_w, 2.0)
+        return _importance(context, cg, q, rng, t_start, label, searched, thrifty, again=True)
     if why_not:  # tails heavier than the Student-t's, seen only on all draws: the chains instead
         raise NotApplicable(f"{label}: {why_not}")
     return _Weighted(log_w, np.concatenate(draws), wanted, searched)

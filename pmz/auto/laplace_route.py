@@ -45,7 +45,7 @@ class LaplaceRoute:
         if blocked:
             return blocked
         split = latent_split(context.target, MAX_LATENT)
-        if split is None or split.latent.size == 0:
+        if split is None:
             return (f"not {MIN_LATENT} to {MAX_LATENT} untransformed continuous coordinates beside at most "
                     f"{MAX_HYPER} others")
         if split.hyper.size == 0:
@@ -60,6 +60,8 @@ class LaplaceRoute:
         if not proof.proven:
             return Outcome(reason=proof.refusal)
         base = target.initial_point()
+        if hasattr(target, "terms_beside_gradients"):
+            target.terms_beside_gradients()  # few data: the quadrature's terms and the gradients in one compile
         split, structure = _shared_latents_as_hyperparameters(target, split, base, context.streams.spawn(1)[0])
         laplace = ConditionalLaplace(target, split, base, proof=proof.proof, structure=structure)
         return integrate_hyperparameters(context, split, laplace=laplace)

@@ -53,8 +53,6 @@ class LatentRoute:
         if split is None:
             return (f"not {MIN_LATENT} to {MAX_LATENT} untransformed continuous coordinates beside at most "
                     f"{MAX_HYPER} others")
-        if split.latent.size == 0:
-            return "no latent coordinates: a model of few coordinates (the importance route's case)"
         proof = graph_proof(context)
         return "" if proof.proven else proof.refusal
 

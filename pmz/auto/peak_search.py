@@ -10,7 +10,7 @@ Laplace mass stops the route (one Student-t cannot serve two).
 
 The search is the route's independent check against a missed mode. With latents (each value a Cholesky
 factorisation) the :data:`N_STARTS` best prior draws more than 3 Laplace sd away climb by Newton's method. With no
-latents (the importance route: at most six coordinates, each value one cheap density call) every prior draw more
+latents (the importance route: at most 30 coordinates, each value one cheap density call) every prior draw more
 than 3 Laplace sd away and :data:`N_DISPERSED` points spread from 4 to 32 Laplace sd around the peak climb
 together, one batched gradient call per step (:func:`pmz.runners.modes.climb`), and the best point of each basin
 they reach (at most :data:`N_BASINS`) is finished by Newton's method: a 2-D posterior whose second mode (3% of the

@@ -30,7 +30,7 @@ PLAN = (
     SumRoute(),  # every free variable discrete, few joint values: their exact sum
     LatentRoute(),  # Gaussian latents integrated out exactly, importance sampling over a few hyperparameters
     LaplaceRoute(),  # concave latents: Laplace Gaussians corrected by annealing, importance over the hyperparameters
-    ImportanceRoute(),  # at most six coordinates: importance sampling from the posterior's peak
+    ImportanceRoute(),  # at most 30 coordinates: importance sampling from the posterior's peak
     TemperedRoute(),  # discrete variables that cannot be summed out, or chains that diverge: SMC from the prior
     ModesRoute(),  # chains that disagree: a mixture over their modes
     TemperedRoute(after_modes=True),  # modes that do not settle (the modes route hands over): SMC from the prior

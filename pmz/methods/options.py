@@ -481,7 +481,7 @@ class AutoOptions(CommonOptions):
     posterior: object = option(None, "a pm.sample result to use instead of pmz's own chains")
     latent: bool = option(True, "before any chain: integrate Gaussian latent variables out exactly where the "
                                 "density is quadratic in the untransformed ones given at most 6 other coordinates "
-                                "(the latent route), or importance sample a model of at most 6 coordinates from a "
+                                "(the latent route), or importance sample a model of at most 30 coordinates from a "
                                 "Student-t at its peak (the importance route); False: the chains first", boolean)
     n_chains: int = option(32, "HMC chains (at least 4: two halves of two)", positive_int)
     n_draws: object = option(None, "draws per chain in the first pass (None: enough for a Gaussian reference in "

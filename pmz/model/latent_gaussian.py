@@ -37,10 +37,12 @@ import numpy as np
 
 from .precision import DensePrecision, structure_from_pattern
 
-__all__ = ["LatentSplit", "ConditionalGaussian", "latent_split", "MIN_LATENT", "MAX_LATENT", "MAX_HYPER"]
+__all__ = ["LatentSplit", "ConditionalGaussian", "latent_split", "MIN_LATENT", "MAX_LATENT", "MAX_HYPER",
+           "MAX_IMPORTANCE", "every_coordinate"]
 
-MIN_LATENT = 32  # latent coordinates worth integrating out (below this the chains and bridge are cheap already)
-MAX_HYPER = 6  # hyperparameter coordinates importance sampling integrates well
+MIN_LATENT = 8  # latent coordinates worth integrating out (fewer: the importance route over every coordinate)
+MAX_HYPER = 6  # hyperparameter coordinates importance sampling integrates well beside latents (each value a solve)
+MAX_IMPORTANCE = 30  # coordinates importance sampling integrates well where it has every coordinate (cheap values)
 MAX_LATENT = 4000  # the first, dense probe of P holds (m + 1) x dim gradient entries: 128 MB at this size
 ROUNDOFF = 1e-7  # relative tolerance of the quadratic's gradient identities (to the gradient's scale) ...
 VALUE_ROUNDOFF = 1e-9  # ... and of its value identity (to |f|: 1e-5 nats at |f| = 10^4)
@@ -59,18 +61,15 @@ class LatentSplit:
 
 
 def latent_split(target, max_latent: int = MAX_LATENT) -> LatentSplit | None:
-    """The untransformed continuous free variables as latents, the rest as hyperparameters; every coordinate a
-    hyperparameter (no latents) where the model has at most :data:`MAX_HYPER` coordinates and fewer than
-    :data:`MIN_LATENT` latent ones; None when the model is not a PyMC model, has discrete variables, or else fewer
-    than :data:`MIN_LATENT` or more than ``max_latent`` (default :data:`MAX_LATENT`) latent or more than
-    :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is quadratic in the latents is proven from the graph
-    (:func:`pmz.model.quadratic_proof.quadratic_proof`) and probed by :class:`ConditionalGaussian` at every
-    hyperparameter value, not here."""
-    model = getattr(target, "model", None)
-    layout = getattr(target, "layout", None)
-    if getattr(target, "kind", None) != "pymc" or model is None or layout is None or layout.discrete_mask.any():
+    """The untransformed continuous free variables as latents, the rest as hyperparameters; None when the model is
+    not a PyMC model, has discrete variables, or fewer than :data:`MIN_LATENT` or more than ``max_latent`` (default
+    :data:`MAX_LATENT`) latent or more than :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
+    quadratic (or concave) in the latents is proven from the graph (:func:`pmz.model.quadratic_proof.quadratic_proof`,
+    :func:`pmz.model.concavity_proof.concavity_proof`) and probed at every hyperparameter value, not here."""
+    layout = _continuous_layout(target)
+    if layout is None:
         return None
-    transforms = {rv.name: model.rvs_to_transforms.get(rv) for rv in model.free_RVs}
+    transforms = {rv.name: target.model.rvs_to_transforms.get(rv) for rv in target.model.free_RVs}
     hyper, latent, hyper_names, latent_names = [], [], [], []
     for block in layout.blocks:
         idx = list(range(block.start, block.stop))
@@ -80,13 +79,28 @@ def latent_split(target, max_latent: int = MAX_LATENT) -> LatentSplit | None:
         else:
             hyper += idx
             hyper_names.append(block.rv_name)
-    if layout.dim <= MAX_HYPER and len(latent) < MIN_LATENT:  # few coordinates: importance sampling over all
-        names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
-        return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
     if not MIN_LATENT <= len(latent) <= max_latent or len(hyper) > MAX_HYPER:
         return None
     return LatentSplit(np.array(hyper, dtype=int), np.array(latent, dtype=int), tuple(hyper_names),
                        tuple(latent_names))
+
+
+def every_coordinate(target) -> LatentSplit | None:
+    """Every coordinate a hyperparameter, nothing to integrate out (the importance route's split), where the model
+    is a PyMC model of continuous free variables with at most :data:`MAX_IMPORTANCE` coordinates; else None."""
+    layout = _continuous_layout(target)
+    if layout is None or layout.dim > MAX_IMPORTANCE:
+        return None
+    names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
+    return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
+
+
+def _continuous_layout(target):
+    """The flat layout of a PyMC model's free variables, None unless every one is continuous."""
+    layout = getattr(target, "layout", None)
+    if getattr(target, "kind", None) != "pymc" or getattr(target, "model", None) is None or layout is None:
+        return None
+    return None if layout.discrete_mask.any() else layout
 
 
 @dataclass

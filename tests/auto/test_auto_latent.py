@@ -241,6 +241,30 @@ def test_few_coordinates_take_the_importance_route(seed):
     assert {"is_laplace", "is_a", "is_b"} <= set(res.estimates.index)
 
 
+@pytest.mark.parametrize("n_rates, seed", [(12, 0), (30, 1)])
+def test_up_to_thirty_coordinates_take_the_importance_route(n_rates, seed):
+    """Independent Poisson rates under Gamma priors (closed form; 12 and 30 log-transformed coordinates, nothing to
+    integrate out): importance sampling from a Student-t at the peak over every coordinate, within 4 se of the
+    exact log Z with an se at most the default target."""
+    from scipy.special import gammaln
+
+    rng = np.random.default_rng(seed)
+    alpha, beta, per = 2.0, 1.0, 6
+    y = rng.poisson(rng.gamma(alpha, 1.0 / beta, size=n_rates)[:, None], size=(n_rates, per))
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", alpha=alpha, beta=beta, shape=n_rates)
+        pm.Poisson("y", lam[:, None], observed=y)
+    total = y.sum(1)
+    truth = float(np.sum(alpha * np.log(beta) - gammaln(alpha) + gammaln(alpha + total)
+                         - (alpha + total) * np.log(beta + per)) - gammaln(y + 1.0).sum())
+    res = _evidence(model, seed)
+    ev = res["evidence_stats"].attrs
+    assert ev["route"] == "importance", ev["route_reason"]
+    assert f"{n_rates} coordinates" in ev["route_reason"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert 0 < res.log_z_se <= 0.03 and res.reliable
+
+
 @pytest.mark.parametrize("seed", [1, 19])
 def test_cauchy_tails_are_served_by_the_defensive_component(seed):
     """A Cauchy prior and a Cauchy observation (posterior tails |mu|^-4): against a Student-t_7 alone the weights
@@ -269,20 +293,26 @@ def test_max_time_spent_flags_the_route(system_name):
 
 
 def test_the_split_stays_within_its_sizes():
-    """Fewer than MIN_LATENT latents beside more than MAX_HYPER others, or more than MAX_LATENT latents (whose first
-    dense probe would not fit in memory): no latent route, the chains' routes run."""
-    from pmz.model.latent_gaussian import MAX_LATENT, latent_split
+    """Fewer than MIN_LATENT latents, or more than MAX_HYPER others, or more than MAX_LATENT latents (whose first
+    dense probe would not fit in memory): no latent split. A model of at most MAX_IMPORTANCE coordinates has every
+    coordinate importance sampled (the importance route's split), a larger one not."""
+    from pmz.model.latent_gaussian import MAX_IMPORTANCE, MAX_LATENT, MIN_LATENT, every_coordinate, latent_split
     from pmz.model.pymc import CompiledModel
 
     with pm.Model() as many:
         pm.Normal("x", 0.0, 1.0, shape=MAX_LATENT + 1)
-    with pm.Model() as few_latents:
+    with pm.Model() as many_hyper:
         pm.HalfNormal("s", 1.0, shape=7)
         pm.Normal("x", 0.0, 1.0, shape=10)
     with pm.Model() as small:
         pm.HalfNormal("s", 1.0)
-        pm.Normal("x", 0.0, 1.0, shape=3)
+        pm.Normal("x", 0.0, 1.0, shape=MIN_LATENT - 1)
+    with pm.Model() as wide:
+        pm.HalfNormal("s", 1.0, shape=MAX_IMPORTANCE + 1)
     assert latent_split(CompiledModel(many)) is None
-    assert latent_split(CompiledModel(few_latents)) is None
-    split = latent_split(CompiledModel(small))  # 4 coordinates: all of them importance sampled
-    assert split.latent.size == 0 and split.hyper.size == 4
+    assert latent_split(CompiledModel(many_hyper)) is None
+    assert latent_split(CompiledModel(small)) is None
+    split = every_coordinate(CompiledModel(small))  # all of them importance sampled
+    assert split.latent.size == 0 and split.hyper.size == MIN_LATENT
+    assert every_coordinate(CompiledModel(many_hyper)).hyper.size == 17
+    assert every_coordinate(CompiledModel(wide)) is None and latent_split(CompiledModel(wide)) is None
