@@ -119,6 +119,14 @@ class AutoContext:
         return latent_split(self.target)
 
     @cached_property
+    def laplace_split(self):
+        """The Laplace route's latents and hyperparameters (up to its own larger number of latents), or None."""
+        from ..model.latent_gaussian import latent_split
+        from .laplace_route import MAX_LATENT
+
+        return latent_split(self.target, MAX_LATENT)
+
+    @cached_property
     def importance_split(self):
         """Every coordinate as a hyperparameter where the model has few
         (:func:`pmz.model.latent_gaussian.every_coordinate`), or None."""

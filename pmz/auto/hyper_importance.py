@@ -46,6 +46,7 @@ from ..model.mixture_reference import MixtureReference
 from ..model.reference import STUDENT_T_DF, StudentTReference, TruncatedStudentTReference
 from ..records import EvidenceEstimate
 from .contract import Named, Outcome
+from .hyper_quadrature import FLOOR, hyper_quadrature
 from .importance_sampling import halves, importance_estimate, kish_ess, resampled_quarters, weights_fail
 from .peak_search import NotApplicable, evaluate, laplace, refined_peak
 
@@ -102,6 +103,10 @@ def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
             if cg.quadrature:  # the peak of the quadrature's log p(y, theta), not the Laplace approximation's
                 mode, cov = refined_peak(cg, mode, cov, curve_rng)
                 context.clock.mark(f"{label}: the peak found again on the quadrature's values")
+        if len(split.hyper) == 1 and (laplace is None or cg.quadrature):  # deterministic values of one
+            ruled = hyper_quadrature(cg, mode, cov, draw_rng)
+            if ruled is not None:
+                return _quadrature_answer(context, cg, split, ruled, searched, label)
         context.progress.report(label if few else f"{label}: importance sampling over the hyperparameters", 0.1)
         weighted = _importance(context, cg, defensive_reference(mode, cov), draw_rng, t_start, label, searched,
                                thrifty=laplace is not None)
@@ -298,6 +303,22 @@ def _answer(context, cg, split, weighted: _Weighted, rng) -> Outcome:
                        "latent Gaussian integrated out; importance sampling over the hyperparameters")
     return Outcome(reason=reason, answer=pool, check=(a, b), estimates=(pool, a, b), counted=(pool, a, b),
                    result_record=record, posterior_x=posterior, unreliable=unreliable)
+
+
+def _quadrature_answer(context, cg, split, ruled, searched, label) -> Outcome:
+    """One hyperparameter integrated by the trapezoid rule (:mod:`pmz.auto.hyper_quadrature`)."""
+    answer, check, posterior, n_nodes = ruled
+    gap = getattr(cg, "quadrature_gap", None)
+    values = ("the log density" if split.latent.size == 0 else
+              "log p(y, theta) with the latents integrated by their Gauss-Hermite rules" if gap is not None else
+              "log p(y, theta) with the latents integrated out exactly")
+    reason = (f"{label}: one hyperparameter ({', '.join(split.hyper_names)}), integrated by the trapezoid rule on "
+              f"{n_nodes} nodes of {values} about its peak (the rule on every other node differs by "
+              f"{abs(check[0].estimate.log_z - check[1].estimate.log_z):.1g}; error bar at least {FLOOR:g} nats)")
+    unreliable = "" if searched else "max_time was spent before the search for a second peak"
+    context.clock.mark(f"{label}: the hyperparameter integrated by the trapezoid rule")
+    return Outcome(reason=reason, answer=answer, check=check, estimates=(answer, *check), counted=(answer,),
+                   posterior_x=posterior, unreliable=unreliable)
 
 
 def _exact(cg, rng, what) -> Outcome:

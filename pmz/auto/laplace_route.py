@@ -24,7 +24,7 @@ import numpy as np
 from ..model.concavity_proof import concavity_proof
 from ..runners.conditional_laplace import ConditionalLaplace
 from ..runners.laplace_structure import ArrowStructure, BandStructure
-from ..model.latent_gaussian import MAX_HYPER, MIN_LATENT, LatentSplit, latent_split
+from ..model.latent_gaussian import MAX_HYPER, MIN_LATENT, LatentSplit
 from .contract import Outcome
 from .hyper_importance import integrate_hyperparameters
 from .latent_route import hyperparameter_route_blocked
@@ -44,7 +44,7 @@ class LaplaceRoute:
         blocked = hyperparameter_route_blocked(context)
         if blocked:
             return blocked
-        split = latent_split(context.target, MAX_LATENT)
+        split = context.laplace_split
         if split is None:
             return (f"not {MIN_LATENT} to {MAX_LATENT} untransformed continuous coordinates beside at most "
                     f"{MAX_HYPER} others")
@@ -55,7 +55,7 @@ class LaplaceRoute:
 
     def run(self, context) -> Outcome:
         target = context.target
-        split = latent_split(target, MAX_LATENT)
+        split = context.laplace_split
         proof = concavity_proof(target.model, split.latent_names)
         if not proof.proven:
             return Outcome(reason=proof.refusal)

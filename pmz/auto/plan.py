@@ -20,6 +20,7 @@ from .importance_route import ImportanceRoute
 from .laplace_route import LaplaceRoute
 from .latent_route import LatentRoute
 from .modes_route import ModesRoute
+from .non_centred_route import NonCentredRoute
 from .path_route import PathRoute
 from .sum_route import SumRoute
 from .tempered_route import TemperedRoute
@@ -31,6 +32,7 @@ PLAN = (
     LatentRoute(),  # Gaussian latents integrated out exactly, importance sampling over a few hyperparameters
     LaplaceRoute(),  # concave latents: Laplace Gaussians corrected by annealing, importance over the hyperparameters
     ImportanceRoute(),  # at most 30 coordinates: importance sampling from the posterior's peak
+    NonCentredRoute(),  # funnels: the three routes above on the model with its scale-dependent Normals non-centred
     TemperedRoute(),  # discrete variables that cannot be summed out, or chains that diverge: SMC from the prior
     ModesRoute(),  # chains that disagree: a mixture over their modes
     TemperedRoute(after_modes=True),  # modes that do not settle (the modes route hands over): SMC from the prior

@@ -60,8 +60,9 @@ class LatentSplit:
     latent_names: tuple
 
 
-def latent_split(target, max_latent: int = MAX_LATENT) -> LatentSplit | None:
-    """The untransformed continuous free variables as latents, the rest as hyperparameters; None when the model is
+def latent_split(target, max_latent: int = MAX_LATENT, as_hyper=()) -> LatentSplit | None:
+    """The untransformed continuous free variables (but those named in ``as_hyper``) as latents, the rest as
+    hyperparameters; None when the model is
     not a PyMC model, has discrete variables, or fewer than :data:`MIN_LATENT` or more than ``max_latent`` (default
     :data:`MAX_LATENT`) latent or more than :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
     quadratic (or concave) in the latents is proven from the graph (:func:`pmz.model.quadratic_proof.quadratic_proof`,
@@ -73,7 +74,7 @@ def latent_split(target, max_latent: int = MAX_LATENT) -> LatentSplit | None:
     hyper, latent, hyper_names, latent_names = [], [], [], []
     for block in layout.blocks:
         idx = list(range(block.start, block.stop))
-        if transforms.get(block.rv_name) is None and block.bounds is None:
+        if transforms.get(block.rv_name) is None and block.bounds is None and block.rv_name not in as_hyper:
             latent += idx
             latent_names.append(block.rv_name)
         else:

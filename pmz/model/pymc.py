@@ -418,6 +418,21 @@ class CompiledModel:
             values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
 
+    def deterministics(self, X, names) -> dict[str, np.ndarray]:
+        """Flat particles ``(n, dim)`` -> ``{name: values (n, *shape)}`` of the model's deterministics named in
+        ``names`` (one batched call, compiled once per set of names for the Python linker)."""
+        cache = self.__dict__.setdefault("_fn_deterministics", {})
+        key = tuple(names)
+        if key not in cache:
+            found = {d.name: d for d in self.model.deterministics}
+            graphs = self.model.replace_rvs_by_values([found[name] for name in key])
+            graphs = batchable(graph_replace(graphs, self._value_replacements(self._x), strict=False))
+            batched = vectorize_graph(graphs, replace={self._x: self._X})
+            cache[key] = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
+        with interrupts_as_keyboard():
+            values = cache[key](np.ascontiguousarray(X, dtype=np.float64))
+        return {name: np.asarray(v) for name, v in zip(key, values)}
+
     def from_constrained(self, draws: dict) -> np.ndarray:
         """Named constrained draws ``{rv_name: (n, *shape)}`` -> flat unconstrained particles ``(n, dim)``.
 

@@ -38,10 +38,13 @@ def _context(model):
     """What the route's applies() reads of the default's context."""
     from types import SimpleNamespace
 
+    from pmz.auto.laplace_route import MAX_LATENT
+    from pmz.model.latent_gaussian import latent_split
     from pmz.model.pymc import CompiledModel
 
+    target = CompiledModel(model)
     return SimpleNamespace(options=SimpleNamespace(latent=True, posterior=None), has_discrete=False, jumps="",
-                           target=CompiledModel(model))
+                           target=target, laplace_split=latent_split(target, MAX_LATENT))
 
 
 def test_the_truth_matches_a_brute_force_grid_on_two_groups():

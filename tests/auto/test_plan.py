@@ -98,6 +98,7 @@ def test_the_plan_names_its_routes():
     """Each route once, except the tempered route's second entry right after the modes route (it answers where the
     modes route handed over because the modes do not settle)."""
     names = [route.name for route in PLAN]
-    assert names == ["sum", "latent", "laplace", "importance", "tempered", "modes", "tempered", "bridge", "path"]
+    assert names == ["sum", "latent", "laplace", "importance", "non-centred", "tempered", "modes", "tempered", "bridge",
+                     "path"]
     assert [getattr(route, "after_modes", False) for route in PLAN].count(True) == 1
     assert all(isinstance(route, Route) for route in PLAN)
