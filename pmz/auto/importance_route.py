@@ -25,7 +25,7 @@ class ImportanceRoute:
     name = "importance"
 
     def applies(self, context) -> str:
-        blocked = hyperparameter_route_blocked(context)
+        blocked = hyperparameter_route_blocked(context, summed=True)
         if blocked:
             return blocked
         if context.importance_split is None:

@@ -27,13 +27,15 @@ from .hyper_importance import integrate_hyperparameters
 __all__ = ["LatentRoute", "hyperparameter_route_blocked"]
 
 
-def hyperparameter_route_blocked(context) -> str:
-    """Why neither the latent nor the importance route can run at this call ("" when they may)."""
+def hyperparameter_route_blocked(context, summed: bool = False) -> str:
+    """Why neither the latent nor the importance route can run at this call ("" when they may). ``summed``: discrete
+    variables summed out exactly (``context.summed``) do not block the route (the importance route: it reads the
+    summed model's log density only, no graph)."""
     if not context.options.latent:
         return "latent=False"
     if context.options.posterior is not None:
         return "draws were given as posterior="
-    if context.has_discrete:
+    if context.has_discrete and not (summed and getattr(context, "summed", None) is not None):
         return "the model has discrete free variables"
     if context.jumps:
         return f"{context.jumps}: climbs and importance draws from a peak do not see across a jump"

@@ -430,6 +430,7 @@ class DiscreteSum:
         self.configurations = np.asarray(configurations, dtype=float)
         self.dim = int(self.continuous.size)
         self.names = [b.rv_name for b in compiled.layout.blocks if b.discrete]
+        self.continuous_names = tuple(dict.fromkeys(b.rv_name for b in compiled.layout.blocks if not b.discrete))
 
     # what the routes read from a model besides the densities
     @property

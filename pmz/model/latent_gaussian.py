@@ -92,7 +92,7 @@ def every_coordinate(target) -> LatentSplit | None:
     layout = _continuous_layout(target)
     if layout is None or layout.dim > MAX_IMPORTANCE:
         return None
-    names = tuple(dict.fromkeys(block.rv_name for block in layout.blocks))
+    names = getattr(target, "continuous_names", None) or tuple(dict.fromkeys(b.rv_name for b in layout.blocks))
     return LatentSplit(np.arange(layout.dim), np.zeros(0, dtype=int), names, ())
 
 

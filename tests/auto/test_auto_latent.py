@@ -318,3 +318,36 @@ def test_the_split_stays_within_its_sizes():
     assert split.latent.size == 0 and split.hyper.size == MIN_LATENT
     assert every_coordinate(CompiledModel(many_hyper)).hyper.size == 17
     assert every_coordinate(CompiledModel(wide)) is None and latent_split(CompiledModel(wide)) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_summed_out_switch_point_leaves_the_importance_route_its_rates(seed):
+    """A clear change point: a DiscreteUniform switch point summed out exactly (41 values), two Gamma rates left. The
+    importance route integrates the summed model's two coordinates (the switch point no longer sends it to the
+    chains); log Z against the exact sum over switch points of the Gamma-Poisson marginals, and every draw carries a
+    switch point drawn from its exact conditional."""
+    from scipy.special import gammaln, logsumexp
+
+    rng = np.random.default_rng(seed)
+    T, a, b = 40, 2.0, 1.0
+    counts = np.concatenate([rng.poisson(4.0, 15), rng.poisson(1.0, T - 15)])
+    t = np.arange(T)
+    with pm.Model() as model:
+        tau = pm.DiscreteUniform("tau", lower=0, upper=T)
+        early = pm.Gamma("early", alpha=a, beta=b)
+        late = pm.Gamma("late", alpha=a, beta=b)
+        pm.Poisson("y", mu=pm.math.switch(t < tau, early, late), observed=counts)
+
+    def log_marginal(y):  # Gamma(a, b) prior, Poisson counts y: the rate integrated out
+        n, s = len(y), y.sum()
+        return a * np.log(b) - gammaln(a) + gammaln(a + s) - (a + s) * np.log(b + n) - gammaln(y + 1.0).sum()
+
+    truth = float(logsumexp([log_marginal(counts[:k]) + log_marginal(counts[k:]) for k in range(T + 1)])
+                  - np.log(T + 1))
+    res = _evidence(model, seed)
+    ev = res["evidence_stats"].attrs
+    assert ev["route"] == "importance", ev["route_reason"]
+    assert abs(res.log_z - truth) < 4 * res.log_z_se + TOL
+    assert 0 < res.log_z_se <= 0.03 and res.reliable
+    switch = res.posterior["tau"].values
+    assert np.issubdtype(switch.dtype, np.integer) and switch.min() >= 0 and switch.max() <= T

@@ -37,7 +37,7 @@ def test_forward_work_alone_is_drawn_with_its_reweighted_twin(importance_result)
     import matplotlib.pyplot as plt
 
     res = importance_result
-    assert res.run_attrs["route"] == "importance"  # at most 6 coordinates: the route, however the checks go
+    assert res.run_attrs["route"] == "importance"  # at most 30 coordinates: the route, however the checks go
     ax = pmz.plot_work(res)
     legend = _legend(ax)
     assert any(line.startswith("forward  $W_f$") for line in legend)
