@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model.latent_gaussian import every_coordinate, latent_split
 from ..model.non_centring import funnel_children, non_centred_model
+from ..model.posterior_draws import posterior_dataset
 from .contract import Outcome
 from .importance_route import ImportanceRoute
 from .laplace_route import MAX_LATENT as MAX_LAPLACE_LATENT
@@ -64,7 +65,7 @@ class NonCentredRoute:
                 continue
             outcome = route.run(rewritten)
             if outcome.answered:
-                rows = _as_written(context.target, target, tuple(children), outcome.posterior_x)
+                rows = _as_written(context.target, target, outcome.posterior_x)
                 before = "".join(f"{line}; " for line in tried)
                 return replace(outcome, reason=f"{what}; on it, {before}the {route.name} route: {outcome.reason}",
                                posterior_x=rows)
@@ -93,13 +94,14 @@ class _Rewritten:
         self.importance_split = every_coordinate(target)
 
 
-def _as_written(written, target, names, rows):
-    """Posterior draws ``(chain, draw, dim)`` of the non-centred model as flat draws of the model as written."""
+def _as_written(written, target, rows):
+    """Posterior draws ``(chain, draw, dim)`` of the non-centred model as flat draws of the model as written: its
+    posterior group (:func:`pmz.model.posterior_draws.posterior_dataset`: the free variables and the deterministic
+    ``x = mu + sigma z``) read back through the written model's value transforms."""
     if rows is None:
         return None
     rows = np.asarray(rows, dtype=float)
-    flat = rows.reshape(-1, target.dim)
-    values = target.to_constrained(flat)
-    values.update(target.deterministics(flat, names))
-    X = written.from_constrained({rv.name: values[rv.name] for rv in written.model.free_RVs})
+    named = posterior_dataset(target, rows)
+    X = written.from_constrained({rv.name: named[rv.name].values.reshape(-1, *named[rv.name].shape[2:])
+                                  for rv in written.model.free_RVs})
     return X.reshape(*rows.shape[:-1], written.dim)

@@ -62,9 +62,9 @@ class LatentSplit:
 
 def latent_split(target, max_latent: int = MAX_LATENT, as_hyper=()) -> LatentSplit | None:
     """The untransformed continuous free variables (but those named in ``as_hyper``) as latents, the rest as
-    hyperparameters; None when the model is
-    not a PyMC model, has discrete variables, or fewer than :data:`MIN_LATENT` or more than ``max_latent`` (default
-    :data:`MAX_LATENT`) latent or more than :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
+    hyperparameters; None when the model is not a PyMC model, has discrete variables, or fewer than
+    :data:`MIN_LATENT` or more than ``max_latent`` (default :data:`MAX_LATENT`) latent or more than
+    :data:`MAX_HYPER` hyperparameter coordinates. Whether ``f`` is
     quadratic (or concave) in the latents is proven from the graph (:func:`pmz.model.quadratic_proof.quadratic_proof`,
     :func:`pmz.model.concavity_proof.concavity_proof`) and probed at every hyperparameter value, not here."""
     layout = _continuous_layout(target)

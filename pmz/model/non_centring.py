@@ -24,6 +24,8 @@ import inspect
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
 from pymc.model.fgraph import (
     ModelFreeRV,
     fgraph_from_model,
@@ -65,7 +67,9 @@ def funnel_children(model) -> dict:
 def non_centred_model(model, names) -> pm.Model:
     """A new model in which each free variable named in ``names`` (Normal, see :func:`funnel_children`) is
     ``pm.Deterministic(name, mu + sigma * z)`` with ``z = pm.Normal(name + Z_SUFFIX, 0, 1)`` of its shape; every
-    other variable, the data and the observed variables as they were. The evidence is the same (module docstring)."""
+    other variable, the data and the observed variables as they were. The evidence is the same (module docstring):
+    ``z``'s density keeps the written Normal's check ``sigma > 0`` (a scale that can be negative has zero density
+    there in the written model, and would not in ``mu + sigma z`` alone)."""
     fgraph, _ = fgraph_from_model(model, inlined_views=True)
     nodes = [node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV) and _name(node) in names]
     for node in nodes:
@@ -73,7 +77,10 @@ def non_centred_model(model, names) -> pm.Model:
         name = _name(node)
         mu, sigma = rv.owner.inputs[-2], rv.owner.inputs[-1]
         shape = tuple(int(s) for s in rv.type.shape)
-        z_rv = pm.Normal.dist(mu=np.zeros((), dtype=rv.dtype), sigma=np.ones((), dtype=rv.dtype), shape=shape)
+        # the written model's density is zero where sigma <= 0 (PyMC's check on the Normal's scale); z's scale
+        # carries the same check, or x = mu + sigma z would give mass to sigma < 0 that the model does not have
+        unit = check_parameters(np.ones((), dtype=rv.dtype), pt.all(sigma > 0), msg="sigma > 0")
+        z_rv = pm.Normal.dist(mu=np.zeros((), dtype=rv.dtype), sigma=unit, shape=shape)
         z_value = z_rv.type(name=name + Z_SUFFIX)
         x = mu + sigma * _free(z_rv, z_value, name + Z_SUFFIX, dims)
         fgraph.replace(node.outputs[0], _deterministic(x, name, dims), import_missing=True)

@@ -117,6 +117,8 @@ class CompiledModel:
         self.layout: FlatLayout = layout_from_model(model)
         self.dim = self.layout.dim
         self.improper_priors = improper_prior_names(model)
+        # observed values (inf where some cannot be read without compiling: data that depend on other variables)
+        self.n_observed = sum(np.inf if v is None else np.size(v) for v in observed.values())
         if block_size is None:
             block_size = default_block_size(observed, self.dim)
         elif isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
@@ -209,7 +211,7 @@ class CompiledModel:
         against 7 s for a 24-coordinate Poisson GLMM's first call), at the cost of an ``(n, N)`` copy per gradient
         call, small at that size. Returns whether they are compiled together."""
         if self._fn_grad is None and getattr(self, "_fn_all_terms", None) is None:
-            self._terms_beside_gradients = self._n_observed() <= SMALL_TERMS
+            self._terms_beside_gradients = self.n_observed <= SMALL_TERMS
         return self._terms_beside_gradients
 
     # ---------------------------------------------------------------- observation terms (data annealing)
@@ -278,17 +280,6 @@ class CompiledModel:
         (T,) = self._blocked(self._fn_all_terms, X, 1)
         self.n_logp_evals += T.shape[0]
         return T
-
-    def _n_observed(self) -> float:
-        """The number of observed values (inf where one of them is not held as data)."""
-        total = 0.0
-        for rv in self.model.observed_RVs:
-            data = self.model.rvs_to_values[rv]
-            value = getattr(data, "data", None)
-            if value is None and hasattr(data, "get_value"):
-                value = data.get_value()
-            total += np.inf if value is None else np.size(value)
-        return total
 
     def _all_terms_graph(self):
         """The batched vector of every term of the log density (:meth:`log_density_terms`)."""
@@ -417,21 +408,6 @@ class CompiledModel:
         with interrupts_as_keyboard():
             values = self._fn_constrained(X)
         return {n: np.asarray(v) for n, v in zip(self._constrained_names, values)}
-
-    def deterministics(self, X, names) -> dict[str, np.ndarray]:
-        """Flat particles ``(n, dim)`` -> ``{name: values (n, *shape)}`` of the model's deterministics named in
-        ``names`` (one batched call, compiled once per set of names for the Python linker)."""
-        cache = self.__dict__.setdefault("_fn_deterministics", {})
-        key = tuple(names)
-        if key not in cache:
-            found = {d.name: d for d in self.model.deterministics}
-            graphs = self.model.replace_rvs_by_values([found[name] for name in key])
-            graphs = batchable(graph_replace(graphs, self._value_replacements(self._x), strict=False))
-            batched = vectorize_graph(graphs, replace={self._x: self._X})
-            cache[key] = self._compile_inputs([self._X], batched, mode=ONE_SHOT_MODE)
-        with interrupts_as_keyboard():
-            values = cache[key](np.ascontiguousarray(X, dtype=np.float64))
-        return {name: np.asarray(v) for name, v in zip(key, values)}
 
     def from_constrained(self, draws: dict) -> np.ndarray:
         """Named constrained draws ``{rv_name: (n, *shape)}`` -> flat unconstrained particles ``(n, dim)``.

@@ -81,3 +81,27 @@ def test_no_funnel_no_route():
     context = SimpleNamespace(options=SimpleNamespace(latent=True, posterior=None), has_discrete=False, jumps="",
                               target=CompiledModel(model))
     assert "no Normal free variable whose scale depends" in NonCentredRoute().applies(context)
+
+
+def test_a_scale_that_can_be_negative_keeps_its_zero_density():
+    """x ~ Normal(0, v) with v itself Normal: the written model has zero density where v <= 0. The rewrite keeps
+    that (z's density carries the check sigma > 0); without it, x = v z would give v < 0 the mass of v > 0 and log Z
+    would come out up to log 2 high."""
+    from pmz.model.pymc import CompiledModel
+
+    with pm.Model() as model:
+        v = pm.Normal("v", 1.0, 1.0)
+        pm.Normal("x", 0.0, v, shape=3)
+    children = funnel_children(model)
+    assert children == {"x": ("v",)}
+    written, rewritten = CompiledModel(model), CompiledModel(non_centred_model(model, children))
+    z = np.array([0.3, -0.2, 1.1])
+    names = [block.rv_name for block in rewritten.layout.blocks]
+    for v_value in (-0.5, 0.8):
+        point = np.concatenate([[v_value] if name == "v" else z for name in names])
+        new = sum(rewritten.log_densities(point[None]))[0]
+        old = sum(written.log_densities(np.concatenate([[v_value], v_value * z])[None]))[0]
+        if v_value <= 0:
+            assert new == -np.inf and old == -np.inf
+        else:
+            assert np.isclose(new, old + 3 * np.log(v_value), rtol=0, atol=1e-9)
