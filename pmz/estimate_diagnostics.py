@@ -526,6 +526,11 @@ class AutoDiagnostics(Diagnostics):
     smc : SMCDiagnostics or None
         Modes and tempered routes: the SMC estimate's diagnostics (the runs' spread, ...), read by
         :mod:`pmz.reliability` and stored under their own keys.
+    seconds_to_halve_se : float or None
+        About how many more seconds the route would need to halve its se: three times the time of the draws (paths,
+        runs) behind a Monte Carlo se, since four times as many halve it. None where the se is not a Monte Carlo
+        one (a proof, a quadrature rule), the draws were given as ``posterior=``, or the se covers two estimates
+        that disagree. Where it is small, ``target_se=`` at half the se buys it.
     """
 
     route: str | None = None
@@ -546,6 +551,7 @@ class AutoDiagnostics(Diagnostics):
     n_modes: int | None = None
     mode_masses: np.ndarray | None = None
     mode_masses_se: np.ndarray | None = None
+    seconds_to_halve_se: float | None = None
     pareto_khat_by_estimate: dict | None = _unstored()
     overlap_by_estimate: dict | None = _unstored()
     n_eff_reverse_by_estimate: dict | None = _unstored()

@@ -200,6 +200,9 @@ class EvidenceResult(_idata.RESULT_BASE):
         normalised = self._normalised_prior_line()
         if normalised:
             lines.append(normalised)
+        halving = self._halving_line()
+        if halving:
+            lines.append(halving)
         if a.get("route_reason"):
             lines.append(_wrapped("  why this route: ", str(a["route_reason"])))
         tried = self.routes_tried
@@ -234,6 +237,15 @@ class EvidenceResult(_idata.RESULT_BASE):
         names = diagnostics.attrs.get("prior_unnormalised", "")
         return (f"  log Z with the prior of {names} normalised = {value:.4f} (use this one for Bayes factors "
                 "against models whose priors are not unnormalised the same way)")
+
+    def _halving_line(self) -> str:
+        """``"  to halve the se: about 1.2 s more (four times the draws behind it)"`` where the se is a Monte Carlo
+        one whose draws pmz made."""
+        diagnostics = _idata.get_group(self, "evidence_stats")
+        if diagnostics is None or "seconds_to_halve_se" not in diagnostics:
+            return ""
+        seconds = float(diagnostics["seconds_to_halve_se"])
+        return f"  to halve the se: about {seconds:.2g} s more (four times the draws behind it)"
 
     def _modes_line(self) -> str:
         """``"  modes: 2 found; posterior mass 0.49 +/- 0.01, 0.51 +/- 0.01"`` when the modes route ran."""

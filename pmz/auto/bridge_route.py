@@ -168,6 +168,15 @@ class BridgeFindings:
     failed: str
 
 
+def _draw_seconds(draws) -> float | None:
+    """Seconds the chains spent on their draws after the warm-up (the warm-up's share taken out by iterations), or
+    None for draws given as ``posterior=`` (their cost is not pmz's)."""
+    if not draws.seconds:
+        return None
+    warm_up = getattr(draws.info, "n_warmup_done", 0) or 0
+    return draws.seconds * draws.n_draws / (warm_up + draws.n_draws)
+
+
 class BridgeRoute:
     """Cross-fitted bridge sampling (module docstring)."""
 
@@ -186,7 +195,8 @@ class BridgeRoute:
         a, b = findings.pair.halves
         answer = Named("bridge", replace(a.estimate, log_z=findings.pair.mean_log_z,
                                          log_z_se=pair_se([a.estimate, b.estimate])))
-        common = dict(answer=answer, check=(a, b), counted=(a, b), result_record=findings.pair.records[0], **base)
+        common = dict(answer=answer, check=(a, b), counted=(a, b), result_record=findings.pair.records[0],
+                      sampling_seconds=_draw_seconds(findings.draws), **base)
         if not findings.failed:
             return Outcome(reason="the Gaussian reference overlaps the posterior well",
                            unreliable=findings.unreliable, **common)

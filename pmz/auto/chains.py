@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..runners.draw_trust import (MISSED_MASS, N_MISSED_SEARCH, PEAK_DECREMENT, draws_from_posterior, finite_starts,
+from ..runners.draw_trust import (MISSED_MASS, N_MISSED_SEARCH, PEAK_DECREMENT, finite_starts,
                                   missed_peaks, peak_census)
 from ..runners.modes import cluster_chains, fit_mode_components, laplace_log_masses, mode_masses
 from ..runners.posterior_hmc import PosteriorDraws, continue_sampling, max_split_rhat
@@ -208,7 +208,7 @@ def sample_chains(context) -> ChainsFindings:
     with the checks and second passes of the module docstring."""
     target, options, clock = context.target, context.options, context.clock
     if options.posterior is not None:
-        draws = draws_from_posterior(target, options.posterior)
+        draws = context.given_draws
     else:
         start_rng, sample_rng = context.streams.sample.spawn(2)
         context.streams.sample = sample_rng

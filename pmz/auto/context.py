@@ -156,6 +156,15 @@ class AutoContext:
         n_chunks = self.chunks.count(self.options.n_chunks, self.options.n_chains // 2, CHAIN_CHUNKS)
         return ChainChunks(self.chunks, self.target, n_chunks)
 
+    @cached_property
+    def given_draws(self):
+        """The draws given as ``posterior=`` as chains on the target
+        (:func:`pmz.runners.draw_trust.draws_from_posterior`, which refuses draws that never moved), or None."""
+        from ..runners.draw_trust import draws_from_posterior
+
+        posterior = self.options.posterior
+        return None if posterior is None else draws_from_posterior(self.target, posterior)
+
     @property
     def chains(self) -> ChainsFindings:
         """The posterior draws and what their checks found (:func:`pmz.auto.chains.sample_chains`), made at the

@@ -77,6 +77,10 @@ class Outcome:
     unreliable : str
         Why the answer cannot be trusted, as the route itself found ("" when it can): time spent, draws that are
         not this model's posterior, ...
+    sampling_seconds : float or None
+        Seconds spent on the draws, paths or runs whose number sets a Monte Carlo se (it falls as one over their
+        square root, so four times as many halve it); None where the se does not come from draws (a proof, a
+        quadrature rule) or their cost is not pmz's (draws given as ``posterior=``).
     """
 
     reason: str
@@ -95,6 +99,7 @@ class Outcome:
     n_posterior_draws: int | None = None
     modes: object = None
     unreliable: str = ""
+    sampling_seconds: float | None = None
 
     @property
     def answered(self) -> bool:

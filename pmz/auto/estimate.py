@@ -57,7 +57,19 @@ def _check(outcome, se) -> tuple:
     return max(se, 0.5 * diff), diff / combined, [warning]
 
 
-def _diagnostics(record, outcome, log_z, disagreement_z, prior_fields) -> AutoDiagnostics:
+def _seconds_to_halve(outcome, monte_carlo_se, se) -> float | None:
+    """About how many more seconds would halve the se: a Monte Carlo se falls as one over the square root of the
+    draws (paths, runs) behind it, so four times as many halve it, three times their time more
+    (``outcome.sampling_seconds``). None where the se is not a Monte Carlo one (a proof, a quadrature rule), the
+    draws' cost is not pmz's, or the se was raised to cover two estimates that disagree (more draws of the same
+    kind need not close that gap)."""
+    seconds = outcome.sampling_seconds
+    if seconds is None or outcome.proof or not monte_carlo_se > 0 or se > monte_carlo_se:
+        return None
+    return 3.0 * float(seconds)
+
+
+def _diagnostics(record, outcome, log_z, disagreement_z, prior_fields, seconds_to_halve_se) -> AutoDiagnostics:
     """The result's ``evidence`` diagnostics of the default (:class:`pmz.estimate_diagnostics.AutoDiagnostics`)."""
     draws, modes, first = outcome.draws, outcome.modes, outcome.first.estimate
     work = {name: est.diagnostics for name, est in outcome.estimates if isinstance(est.diagnostics, WorkDiagnostics)}
@@ -90,6 +102,7 @@ def _diagnostics(record, outcome, log_z, disagreement_z, prior_fields) -> AutoDi
         n_eff_reverse_by_estimate={name: d.n_eff_reverse for name, d in work.items() if d.n_eff_reverse is not None},
         smc=smc,
         se_estimator=None if smc is None else smc.se_estimator,  # the route's estimate is SMC's
+        seconds_to_halve_se=seconds_to_halve_se,
     )
 
 
@@ -101,6 +114,7 @@ def estimate_auto(record, options, rng) -> EvidenceEstimate:
     reasons = [f"{name}: {est.reliability_reason}" for name, est in outcome.counted if not est.reliable]
     if outcome.unreliable:
         reasons.append(outcome.unreliable)
+    monte_carlo_se = se
     se, disagreement_z, warnings = _check(outcome, se)
     for _, est in outcome.estimates:
         warnings += [w for w in est.warnings if w not in warnings]
@@ -108,7 +122,8 @@ def estimate_auto(record, options, rng) -> EvidenceEstimate:
     prior_fields = _prior_mass_fields(record, first)
     if prior_fields:
         warnings.append(_unnormalised_warning(prior_fields, log_z))
-    diagnostics = _diagnostics(record, outcome, log_z, disagreement_z, prior_fields)
+    diagnostics = _diagnostics(record, outcome, log_z, disagreement_z, prior_fields,
+                               _seconds_to_halve(outcome, monte_carlo_se, se))
     return EvidenceEstimate(
         log_z=float(log_z),
         log_z_se=float(se),

@@ -75,6 +75,7 @@ class _Weighted:
     X: np.ndarray
     wanted: int
     searched: bool
+    per_draw: float  # seconds per draw, measured on the pilot
 
 
 def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
@@ -240,7 +241,7 @@ def _importance(context, cg, q, rng, t_start, label, searched, thrifty=False, ag
         return _importance(context, cg, q, rng, t_start, label, searched, thrifty, again=True)
     if why_not:  # tails heavier than the Student-t's, seen only on all draws: the chains instead
         raise NotApplicable(f"{label}: {why_not}")
-    return _Weighted(log_w, np.concatenate(draws), wanted, searched)
+    return _Weighted(log_w, np.concatenate(draws), wanted, searched, per_draw)
 
 
 def draws_wanted(log_w, target_se, thrifty) -> int:
@@ -302,7 +303,8 @@ def _answer(context, cg, split, weighted: _Weighted, rng) -> Outcome:
                        "Laplace latents annealed; importance sampling over the hyperparameters" if laplace else
                        "latent Gaussian integrated out; importance sampling over the hyperparameters")
     return Outcome(reason=reason, answer=pool, check=(a, b), estimates=(pool, a, b), counted=(pool, a, b),
-                   result_record=record, posterior_x=posterior, unreliable=unreliable)
+                   result_record=record, posterior_x=posterior, unreliable=unreliable,
+                   sampling_seconds=n * weighted.per_draw)
 
 
 def _quadrature_answer(context, cg, split, ruled, searched, label) -> Outcome:

@@ -91,7 +91,7 @@ def resampled_quarters(X, log_w, rng):
 
 
 def importance_from_reference(target, q, rng, max_khat, *, n_draws: int = N_MIXTURE_DRAWS,
-                              n_pilot: int = N_MIXTURE_PILOT):
+                              n_pilot: int = N_MIXTURE_PILOT, pilot=None):
     """Importance sampling from a normalised reference ``q``: ``Z = E_q[p~(x) / q(x)]`` from two independent halves
     of ``n_draws`` exact draws of ``q`` (fewer where ``dim`` is large: at most :data:`MAX_STORED` stored numbers),
     each with its delta-method se, and their pool.
@@ -103,8 +103,9 @@ def importance_from_reference(target, q, rng, max_khat, *, n_draws: int = N_MIXT
     Returns ``(estimates, record, posterior, why_not)``: the pool ``is_modes`` and its halves ``is_a``, ``is_b``
     (:func:`halves`), the pool's record (one step from q to the posterior), four chains of equally weighted
     posterior draws (:func:`resampled_quarters`), and ``why_not`` (``(), None, None`` and a reason when the weights
-    fail the checks)."""
-    pilot, _ = importance_draws(target, q, rng, n_pilot)
+    fail the checks). ``pilot``: the log weights of a pilot already drawn from ``q`` (then none is drawn here)."""
+    if pilot is None:
+        pilot, _ = importance_draws(target, q, rng, n_pilot)
     why_not = weights_fail(pilot, max_khat, "a pilot of")
     if why_not:
         return (), None, None, why_not

@@ -30,11 +30,11 @@ __all__ = ["LatentRoute", "hyperparameter_route_blocked"]
 def hyperparameter_route_blocked(context, summed: bool = False) -> str:
     """Why neither the latent nor the importance route can run at this call ("" when they may). ``summed``: discrete
     variables summed out exactly (``context.summed``) do not block the route (the importance route: it reads the
-    summed model's log density only, no graph)."""
+    summed model's log density only, no graph). Draws given as ``posterior=`` do not block them: these routes need
+    no draws, and a call with draws is never slower than one without (the draws are read where a route needs
+    them)."""
     if not context.options.latent:
         return "latent=False"
-    if context.options.posterior is not None:
-        return "draws were given as posterior="
     if context.has_discrete and not (summed and getattr(context, "summed", None) is not None):
         return "the model has discrete free variables"
     if context.jumps:

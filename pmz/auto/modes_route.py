@@ -5,7 +5,10 @@ chains are pmz's own, a search for modes every chain missed (:func:`pmz.auto.cha
 chains then gets a Student-t component fitted to its draws and a mass estimated by importance sampling from it
 (not the chains' proportions, which follow the starts); the mixture of the components (weights half the masses,
 half even) and of the prior (weight 0.2, so that a mode no chain found can still be reached) is the reference
-``q`` (:func:`pmz.runners.modes.mode_reference`). Where its importance weights ``p~ / q`` pass their checks, the
+``q`` (:func:`pmz.runners.modes.mode_reference`). Where a pilot from ``q`` has an ESS below half its draws (a
+curved or thin mode, such as a ring, that one component cannot follow), each mode's component is refitted as a
+mixture by EM with its size chosen by BIC, and the reference whose pilot has the larger ESS is kept. Where its
+importance weights ``p~ / q`` pass their checks, the
 estimate is importance sampling from 2^16 exact draws of ``q``, two independent halves giving the check
 (:func:`pmz.auto.importance_sampling.importance_from_reference`); otherwise a geometric path ``q^(1-b) p~^b`` to
 the posterior, run by resample-move SMC with adaptive tempering, independent runs giving the se. Both are unbiased
@@ -14,6 +17,8 @@ for Z whatever the weights, and a reference this close needs few temperatures.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..families import GeometricPath
@@ -21,9 +26,10 @@ from ..reliability import assess
 from ..runners.branch_search import has_branches
 from ..runners.draw_trust import MISSED_MASS, branch_modes, untrusted_chains_reason
 from ..runners.modes import mode_reference
+from ..weights import ess as kish_ess
 from .chains import N_MODE_SEARCH, chains_at, search_modes
 from .contract import Named, Outcome
-from .importance_sampling import importance_from_reference
+from .importance_sampling import N_MIXTURE_PILOT, importance_draws, importance_from_reference
 from .smc_runs import equally_weighted_runs, smc_runs
 
 __all__ = ["ModesRoute", "MANY_MODES", "UNSEEN", "SCATTERED", "defensive_prior"]
@@ -31,6 +37,7 @@ __all__ = ["ModesRoute", "MANY_MODES", "UNSEEN", "SCATTERED", "defensive_prior"]
 MANY_MODES = 8  # peaks the search reaches beyond the chains' clusters, at least, before the modes count as unsettled
 UNSEEN = 0.25  # ... when the Good-Turing chance that one more climb reaches a new peak is above this
 SCATTERED = 0.75  # climbs alone at their end point, above which the end points are no list of modes
+CURVED_BELOW = 0.5  # pilot ESS fraction of the one-component mixture below which a mixture by EM is tried
 
 
 class ModesRoute:
@@ -121,11 +128,12 @@ def _from_mixture(context, draws, reason) -> Outcome:
     """Importance sampling from the mixture reference where its weights pass, else SMC along the path from it."""
     target, options, clock = context.target, context.options, context.clock
     mass_rng, run_rng, est_rng, post_rng, is_rng = context.streams.smc.spawn(5)
-    q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive_prior(target, context.prior))
-    clock.mark(f"mixture reference over {modes.n_modes} mode(s)")
+    q, modes, pilot = _reference(context, draws, mass_rng, is_rng)
     chains = dict(rhat=draws.rhat, divergences=draws.divergences,
                   n_posterior_draws=draws.n_chains * draws.n_draws, modes=modes)
-    estimates, record, posterior, why_not = importance_from_reference(target, q, is_rng, options.max_khat)
+    t0 = time.perf_counter()
+    estimates, record, posterior, why_not = importance_from_reference(target, q, is_rng, options.max_khat,
+                                                                      pilot=pilot)
     if estimates:
         pool, a, b = estimates
         d = pool.estimate.diagnostics
@@ -133,13 +141,51 @@ def _from_mixture(context, draws, reason) -> Outcome:
         reason = (f"{reason}; importance sampling from the mixture reference (ESS {d.ess_fraction:.0%} of "
                   f"{d.n_paths} draws, Pareto k-hat {d.pareto_khat:.2f})")
         return Outcome(reason=reason, answer=pool, check=(a, b), estimates=estimates, counted=estimates,
-                       result_record=record, posterior_x=posterior, **chains)
+                       result_record=record, posterior_x=posterior, sampling_seconds=time.perf_counter() - t0,
+                       **chains)
+    t0 = time.perf_counter()
     record, est, cut = smc_runs(context, GeometricPath(target, q), context.kernel, q, run_rng, est_rng, target)
+    seconds = time.perf_counter() - t0
     answer = Named("smc_modes", assess(est, record))
     clock.mark("modes route (SMC from the mixture reference)")
     return Outcome(reason=f"{reason}; SMC from the mixture reference ({why_not})", answer=answer,
                    estimates=(answer,), counted=(answer,), result_record=record,
-                   posterior_x=equally_weighted_runs(record, post_rng), unreliable=cut, **chains)
+                   posterior_x=equally_weighted_runs(record, post_rng), unreliable=cut, sampling_seconds=seconds,
+                   **chains)
+
+
+def _reference(context, draws, mass_rng, pilot_rng):
+    """The mixture reference, its :class:`pmz.runners.modes.ModeSummary` and the log weights of a pilot of
+    :data:`N_MIXTURE_PILOT` draws from it.
+
+    One Student-t component per mode first; where the pilot's ESS is below :data:`CURVED_BELOW` of its draws (a
+    curved or thin mode that one component cannot follow), each mode's component is refitted as a mixture by EM
+    (``mode_reference(curved=True)``), piloted in turn, and kept where its pilot's ESS is the larger. The choice
+    reads pilots only: the estimate's draws are fresh, so it stays unbiased and its checks independent."""
+    target = context.target
+    defensive = defensive_prior(target, context.prior)
+    q, modes = mode_reference(target, draws.x, mass_rng, defensive=defensive)
+    pilot, _ = importance_draws(target, q, pilot_rng, N_MIXTURE_PILOT)
+    fraction = kish_ess(pilot) / pilot.size
+    context.clock.mark(f"mixture reference over {modes.n_modes} mode(s) (pilot ESS {fraction:.0%})")
+    if fraction >= CURVED_BELOW:
+        return q, modes, pilot
+    curved, curved_modes = mode_reference(target, draws.x, mass_rng, defensive=defensive, curved=True)
+    if _n_components(curved) == _n_components(q):
+        return q, modes, pilot
+    curved_pilot, _ = importance_draws(target, curved, pilot_rng, N_MIXTURE_PILOT)
+    curved_fraction = kish_ess(curved_pilot) / curved_pilot.size
+    context.clock.mark(f"a mixture fitted by EM in each mode, {_n_components(curved)} components "
+                       f"(pilot ESS {curved_fraction:.0%})")
+    if curved_fraction > fraction:
+        return curved, curved_modes, curved_pilot
+    return q, modes, pilot
+
+
+def _n_components(q) -> int:
+    """Components of a (nested) mixture reference, all levels counted."""
+    parts = getattr(q, "components", None)
+    return 1 if parts is None else sum(_n_components(part) for part in parts)
 
 
 def defensive_prior(target, prior):

@@ -17,6 +17,7 @@ dimensions has a higher density at those draws than at fresh ones (by about d^2 
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -140,7 +141,9 @@ class PathRoute:
 
     def run(self, context) -> Outcome:
         findings = context.bridge
+        t0 = time.perf_counter()
         pooled, (a, b), records = path_halves(context, findings.draws)
+        seconds = time.perf_counter() - t0
         context.clock.mark("path BAR from the fitted reference")
         answer = Named("path", pooled)
         return Outcome(
@@ -154,4 +157,5 @@ class PathRoute:
             rhat=findings.draws.rhat,
             growth=findings.growth,
             unreliable=findings.unreliable,
+            sampling_seconds=seconds,
         )

@@ -130,12 +130,15 @@ def run_auto(family, kernel, options, rng, progressbar, target, chunks=None, pla
     from ..model.prior_mass import known_log_masses
 
     context = AutoContext(family, kernel, options, rng, progressbar, target, chunks)
+    context.given_draws  # draws given as posterior= are checked at once, also where no route reads them
     name, outcome, trials = run_plan(PLAN if plan is None else plan, context)
     dropped = context.chains.dropped if context.chains_ran else 0
     reason = outcome.reason
     if dropped:
         reason += (f"; {dropped} of {options.n_chains} chains were stuck where the posterior mass is negligible "
                    f"(below {NEGLIGIBLE_MASS:g} of the largest cluster's) and were dropped")
+    if options.posterior is not None and not context.chains_ran and "posterior= are not needed" not in reason:
+        reason += "; the draws given as posterior= are not needed (this route draws its own)"
     if context.summed is not None:
         reason += (f"; discrete free variables {context.discrete_names} summed out exactly "
                    f"({context.summed.n_configurations} values)")

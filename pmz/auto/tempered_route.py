@@ -13,6 +13,7 @@ particle reached (:func:`pmz.runners.draw_trust.particles_miss_a_component`), th
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -53,7 +54,9 @@ class TemperedRoute:
 
     def run(self, context) -> Outcome:
         full, rng = context.full_target, context.streams.smc
+        t0 = time.perf_counter()
         record, est, cut = smc_runs(context, context.family, context.full_kernel, "prior", rng, rng, full)
+        seconds = time.perf_counter() - t0
         est = assess(density_evidence(est, context.family, full, rng.spawn(1)[0]), record)
         context.clock.mark("tempered route (SMC from the prior)")
         answer = Named("smc", est)
@@ -71,7 +74,8 @@ class TemperedRoute:
         particles = equally_weighted_runs(record, rng.spawn(1)[0])
         missed = "" if context.discrete_left else particles_miss_a_component(full, particles, est.log_z)
         return Outcome(reason=reason, answer=answer, estimates=(answer,), counted=(answer,), result_record=record,
-                       posterior_x=particles, on_full_model=True, unreliable=cut or missed, **chains)
+                       posterior_x=particles, on_full_model=True, unreliable=cut or missed,
+                       sampling_seconds=seconds, **chains)
 
 
 def density_evidence(est, family, target, rng):

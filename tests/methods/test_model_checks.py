@@ -360,7 +360,9 @@ def test_chunk_size_does_not_change_a_seeded_result(normal_mean):
 
 
 def test_auto_flags_posterior_draws_of_another_model(normal_mean):
-    """``method="auto"`` with ``posterior=``: the user's draws are tested as bridge's are (pmz's own chains are not).
+    """``method="auto"`` with ``posterior=``: where a route reads the user's draws (``latent=False`` here: the
+    routes that need no draws answer first otherwise, and do not read them), they are tested as bridge's are
+    (pmz's own chains are not).
 
     Exact draws are not flagged (probability below 3e-7); draws 1.5 posterior sd off are, for any seed. (Not
     ``good.reliable``: the bounds-inverted rule, at 3 se, marks a few in 1e4 of the seeds unreliable.)"""
@@ -371,14 +373,18 @@ def test_auto_flags_posterior_draws_of_another_model(normal_mean):
     def as_chains(draws):
         return xr.Dataset({"mu": (("chain", "draw"), draws["mu"].reshape(4, -1))})
 
-    good = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws()), random_seed=1, progressbar=False)
+    good = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws()), random_seed=1, progressbar=False,
+                        latent=False)
     assert "do not look like" not in good.reliability_reason
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bad = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws(shift_sd=1.5)), random_seed=1,
-                           progressbar=False)
+                           progressbar=False, latent=False)
     assert not bad.reliable
     assert "posterior=" in bad.reliability_reason
+    unread = pmz.evidence(normal_mean, posterior=as_chains(_exact_draws(shift_sd=1.5)), random_seed=1,
+                          progressbar=False)
+    assert "the draws given as posterior= are not needed" in unread["evidence_stats"].attrs["route_reason"]
 
 
 SHORT_RUNS = {
