@@ -105,7 +105,7 @@ def integrate_hyperparameters(context, split, laplace=None) -> Outcome:
                 mode, cov = refined_peak(cg, mode, cov, curve_rng)
                 context.clock.mark(f"{label}: the peak found again on the quadrature's values")
         if len(split.hyper) == 1 and (laplace is None or cg.quadrature):  # deterministic values of one
-            ruled = hyper_quadrature(cg, mode, cov, draw_rng)
+            ruled = hyper_quadrature(cg, mode, cov, draw_rng, out_of_time=lambda: context.clock.left() <= 0)
             if ruled is not None:
                 return _quadrature_answer(context, cg, split, ruled, searched, label)
         context.progress.report(label if few else f"{label}: importance sampling over the hyperparameters", 0.1)

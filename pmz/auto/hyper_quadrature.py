@@ -15,7 +15,9 @@ bar is ``|log Z_h - log Z_2h|`` (an overestimate: ``Z_2h``'s error is far larger
 :data:`FLOOR` nats plus :data:`ROUNDOFF` of ``|log Z|`` plus the error of the values themselves (the Laplace
 route's Gauss-Hermite rule per group, :attr:`ConditionalLaplace.quadrature_gap`), so that the round-off of the
 values (precisions read from gradient differences) stays inside it. A change between the two rules beyond
-:data:`MAX_CHANGE` halves ``h`` once; if it is still there, importance sampling runs instead.
+:data:`MAX_CHANGE` halves ``h`` once; if it is still there, importance sampling runs instead. So it does where
+``max_time`` is spent before the rule is done (more nodes wanted after the first 65): importance sampling buys
+draws within the time left and flags the result when that cuts them short.
 
 Posterior draws: nodes drawn by their weights, each moved uniformly within its cell, with one exact draw of the
 latents given each.
@@ -44,18 +46,24 @@ MAX_CHANGE = 1e-3  # nats between the rule and its every-other-node twin, above 
 N_DRAWS = 500  # posterior draws per chain (4 chains)
 
 
-def hyper_quadrature(cg, mode, cov, rng):
+def hyper_quadrature(cg, mode, cov, rng, out_of_time=lambda: False):
     """``(answer, check, posterior_x, n_nodes)`` for one hyperparameter (module docstring), or None where the tails
-    need more than :data:`MAX_NODES` nodes, a value fails its certificate, or the two rules disagree even at
-    ``h / 2``."""
+    need more than :data:`MAX_NODES` nodes, a value fails its certificate, the two rules disagree even at
+    ``h / 2``, or ``out_of_time()`` says ``max_time`` is spent when more nodes are wanted."""
     try:
-        return _hyper_quadrature(cg, float(mode[0]), float(np.sqrt(cov[0, 0])), rng)
-    except NotApplicable:  # a value far out fails its certificate: importance sampling instead
+        return _hyper_quadrature(cg, float(mode[0]), float(np.sqrt(cov[0, 0])), rng, out_of_time)
+    except NotApplicable:  # a value far out fails its certificate, or no time is left: importance sampling instead
         return None
 
 
-def _hyper_quadrature(cg, centre, sd, rng):
+def _hyper_quadrature(cg, centre, sd, rng, out_of_time):
+    first = True
+
     def values(u):
+        nonlocal first
+        if not first and out_of_time():
+            raise NotApplicable("max_time was spent before the trapezoid rule was done")
+        first = False
         return evaluate(cg, (centre + sd * u)[:, None], rng).log_marginal
 
     h = STEP

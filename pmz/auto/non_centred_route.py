@@ -53,23 +53,28 @@ class NonCentredRoute:
         options = context.options
         target = CompiledModel(non_centred_model(model, children), potentials=options.potentials,
                                mode=options.compile_mode)
+        target.compile_clock = context.target.compile_clock  # its compiles are the call's compile_time
         rewritten = _Rewritten(context, target, scales)
         what = (f"{', '.join(children)} non-centred given {', '.join(scales)} ({_name(children)} = mu + sigma z, "
                 "z ~ N(0, 1): the same model and log Z)")
         context.clock.mark(f"non-centred model: {what}")
         tried = []
-        for route in (LatentRoute(), LaplaceRoute(), ImportanceRoute()):
-            why_not = route.applies(rewritten)
-            if why_not:
-                tried.append(f"{route.name}: {why_not}")
-                continue
-            outcome = route.run(rewritten)
-            if outcome.answered:
-                rows = _as_written(context.target, target, outcome.posterior_x)
-                before = "".join(f"{line}; " for line in tried)
-                return replace(outcome, reason=f"{what}; on it, {before}the {route.name} route: {outcome.reason}",
-                               posterior_x=rows)
-            tried.append(f"{route.name}: {outcome.reason}")
+        try:
+            for route in (LatentRoute(), LaplaceRoute(), ImportanceRoute()):
+                why_not = route.applies(rewritten)
+                if why_not:
+                    tried.append(f"{route.name}: {why_not}")
+                    continue
+                outcome = route.run(rewritten)
+                if outcome.answered:
+                    rows = _as_written(context.target, target, outcome.posterior_x)
+                    before = "".join(f"{line}; " for line in tried)
+                    return replace(outcome, posterior_x=rows,
+                                   reason=f"{what}; on it, {before}the {route.name} route: {outcome.reason}")
+                tried.append(f"{route.name}: {outcome.reason}")
+        finally:  # its evaluations are the call's (n_logp_evals, n_grad_evals)
+            context.target.n_logp_evals += target.n_logp_evals
+            context.target.n_grad_evals += target.n_grad_evals
         return Outcome(reason=f"{what}; on it, {'; '.join(tried)}")
 
 
