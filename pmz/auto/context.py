@@ -157,13 +157,23 @@ class AutoContext:
         return ChainChunks(self.chunks, self.target, n_chunks)
 
     @cached_property
+    def given_flat(self):
+        """The draws given as ``posterior=`` read and checked (:func:`pmz.runners.starts.posterior_to_flat`: it
+        refuses draws that never moved): ``(X, chain)``, or None. Nothing is compiled for it but the value
+        transforms' one-off function."""
+        from ..runners.starts import posterior_to_flat
+
+        posterior = self.options.posterior
+        return None if posterior is None else posterior_to_flat(self.target, posterior)
+
+    @cached_property
     def given_draws(self):
-        """The draws given as ``posterior=`` as chains on the target
-        (:func:`pmz.runners.draw_trust.draws_from_posterior`, which refuses draws that never moved), or None."""
+        """The draws given as ``posterior=`` as chains on the target, with their log densities
+        (:func:`pmz.runners.draw_trust.draws_from_posterior`), or None."""
         from ..runners.draw_trust import draws_from_posterior
 
         posterior = self.options.posterior
-        return None if posterior is None else draws_from_posterior(self.target, posterior)
+        return None if posterior is None else draws_from_posterior(self.target, posterior, flat=self.given_flat)
 
     @property
     def chains(self) -> ChainsFindings:

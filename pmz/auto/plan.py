@@ -130,7 +130,7 @@ def run_auto(family, kernel, options, rng, progressbar, target, chunks=None, pla
     from ..model.prior_mass import known_log_masses
 
     context = AutoContext(family, kernel, options, rng, progressbar, target, chunks)
-    context.given_draws  # draws given as posterior= are checked at once, also where no route reads them
+    context.given_flat  # draws given as posterior= are checked at once, also where no route reads them
     name, outcome, trials = run_plan(PLAN if plan is None else plan, context)
     dropped = context.chains.dropped if context.chains_ran else 0
     reason = outcome.reason

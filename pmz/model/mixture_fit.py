@@ -94,7 +94,9 @@ def fit_mixture(X, K: int, rng: np.random.Generator, *, floor: float | None = No
         current = float(np.mean(log_q))
         r = np.exp(parts - log_q[:, None])
         n_k = r.sum(axis=0)
-        alive = n_k > d + 1  # a component with fewer draws than it has coordinates is dropped
+        alive = n_k > d + 1  # a component with fewer draws than it has coordinates is dropped (not the last)
+        if not alive.any():
+            alive = n_k == n_k.max()
         if not alive.all():
             r, n_k, means = r[:, alive], n_k[alive], means[alive]
         weights = n_k / n_k.sum()
@@ -115,7 +117,7 @@ def mixture_by_bic(X, rng: np.random.Generator, *, max_components: int = MAX_COM
     n, d = X.shape
     per_component = 1 + d + d * (d + 1) // 2
     cap = max(1, min(int(max_components), n // (DRAWS_PER_NUMBER * per_component)))
-    best = fit_mixture(X, 1, rng)
+    best = fit_mixture(X, 1, rng)  # (one component: EM's first step is the sample mean and covariance)
     K = 2
     while K <= cap:
         fit = fit_mixture(X, K, rng)

@@ -91,9 +91,10 @@ def untrusted_chains_reason(draws, max_rhat: float, own_chains: bool = True) -> 
     return "; ".join(reasons)
 
 
-def draws_from_posterior(compiled, posterior) -> PosteriorDraws:
-    """The user's ``pm.sample`` result as chains, with the divergences its sampler recorded."""
-    X, chain = posterior_to_flat(compiled, posterior)
+def draws_from_posterior(compiled, posterior, flat=None) -> PosteriorDraws:
+    """The user's ``pm.sample`` result as chains, with the divergences its sampler recorded. ``flat``: the draws
+    already read and checked (:func:`pmz.runners.starts.posterior_to_flat`'s ``(X, chain)``)."""
+    X, chain = posterior_to_flat(compiled, posterior) if flat is None else flat
     recorded = divergences_in(posterior)  # the sampler's own record, where pm.sample kept one
     return chains_from_flat(compiled, X, chain, 0 if recorded is None else recorded[0])
 

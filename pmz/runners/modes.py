@@ -205,15 +205,17 @@ def curved_mode_components(x, labels, rng: np.random.Generator, *, inflate: floa
     """One reference per cluster of chains that follows a curved or thin mode: a mixture of Student-t components
     (``df`` degrees of freedom) at the Gaussian components EM fits to the cluster's draws, their number chosen by
     BIC (:func:`pmz.model.mixture_fit.mixture_by_bic`: 1 where one component is enough, up to 32 along a ring),
-    each covariance times ``inflate**2`` as in :func:`fit_mode_components`."""
+    each covariance times ``inflate**2`` as in :func:`fit_mode_components`. A cluster where BIC keeps one component
+    (or whose draws are too few for two) keeps :func:`fit_mode_components`'s."""
     from ..model.mixture_fit import mixture_by_bic
 
-    components = []
-    for c in range(int(labels.max()) + 1):
+    components = fit_mode_components(x, labels, kind="student_t", inflate=inflate, df=df)
+    for c in range(len(components)):
         fit = mixture_by_bic(x[labels == c].reshape(-1, x.shape[2]), rng)
-        parts = [StudentTReference(mean, cov * inflate**2 * (df - 2) / df, df, name=f"mode {c}.{k}")
-                 for k, (mean, cov) in enumerate(zip(fit.means, fit.covs))]
-        components.append(parts[0] if len(parts) == 1 else MixtureReference(parts, fit.weights, name=f"mode {c}"))
+        if fit.n_components > 1:
+            parts = [StudentTReference(mean, cov * inflate**2 * (df - 2) / df, df, name=f"mode {c}.{k}")
+                     for k, (mean, cov) in enumerate(zip(fit.means, fit.covs))]
+            components[c] = MixtureReference(parts, fit.weights, name=f"mode {c}")
     return components
 
 

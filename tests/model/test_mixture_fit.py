@@ -76,3 +76,12 @@ def test_repeated_draws_do_not_collapse_a_component():
     fit = fit_mixture(X, 4, rng)
     assert np.isfinite(fit.mean_log_density)
     assert np.all(np.linalg.eigvalsh(fit.covs) > 0)
+
+
+def test_fewer_draws_than_coordinates_give_one_finite_component():
+    """30 draws in 40 dimensions (a cluster of one short chain in many dimensions): one component, positive
+    definite by its floor, with a finite fit."""
+    rng = np.random.default_rng(3)
+    fit = mixture_by_bic(rng.standard_normal((30, 40)), rng)
+    assert fit.n_components == 1 and np.isfinite(fit.mean_log_density)
+    assert np.all(np.linalg.eigvalsh(fit.covs) > 0)
