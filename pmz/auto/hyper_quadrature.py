@@ -52,18 +52,12 @@ def hyper_quadrature(cg, mode, cov, rng, out_of_time=lambda: False):
     ``h / 2``, or ``out_of_time()`` says ``max_time`` is spent when more nodes are wanted."""
     try:
         return _hyper_quadrature(cg, float(mode[0]), float(np.sqrt(cov[0, 0])), rng, out_of_time)
-    except NotApplicable:  # a value far out fails its certificate, or no time is left: importance sampling instead
+    except NotApplicable:  # a value far out fails its certificate: importance sampling instead
         return None
 
 
 def _hyper_quadrature(cg, centre, sd, rng, out_of_time):
-    first = True
-
     def values(u):
-        nonlocal first
-        if not first and out_of_time():
-            raise NotApplicable("max_time was spent before the trapezoid rule was done")
-        first = False
         return evaluate(cg, (centre + sd * u)[:, None], rng).log_marginal
 
     h = STEP
@@ -74,7 +68,7 @@ def _hyper_quadrature(cg, centre, sd, rng, out_of_time):
         low, high = f[0] > top - DROP, f[-1] > top - DROP
         if not (low or high):
             break
-        if len(u) > MAX_NODES:
+        if len(u) > MAX_NODES or out_of_time():
             return None
         if low:
             left = u[0] - h * np.arange(int(np.ceil(max(WIDEN_SDS, -0.5 * u[0]) / h)), 0, -1)
@@ -86,6 +80,8 @@ def _hyper_quadrature(cg, centre, sd, rng, out_of_time):
         fine, coarse = _rule(f, h * sd), _rule(f[::2], 2 * h * sd)
         if abs(fine - coarse) <= MAX_CHANGE:
             break
+        if out_of_time():
+            return None
         mids = u[:-1] + h / 2
         both = np.empty(2 * len(u) - 1)
         both[0::2], both[1::2] = f, values(mids)

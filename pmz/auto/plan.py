@@ -137,7 +137,7 @@ def run_auto(family, kernel, options, rng, progressbar, target, chunks=None, pla
     if dropped:
         reason += (f"; {dropped} of {options.n_chains} chains were stuck where the posterior mass is negligible "
                    f"(below {NEGLIGIBLE_MASS:g} of the largest cluster's) and were dropped")
-    if options.posterior is not None and not context.chains_ran and "posterior= are not needed" not in reason:
+    if options.posterior is not None and not context.chains_ran:
         reason += "; the draws given as posterior= are not needed (this route draws its own)"
     if context.summed is not None:
         reason += (f"; discrete free variables {context.discrete_names} summed out exactly "

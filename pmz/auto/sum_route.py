@@ -36,8 +36,6 @@ class SumRoute:
         enumeration, options = context.enumeration, context.options
         context.clock.mark(f"sum over {enumeration.n_states} joint values")
         reason = _reason(enumeration, ", ".join(context.discrete_names))
-        if options.posterior is not None:
-            reason += "; the draws given as posterior= are not needed (the posterior draws are exact)"
         estimate = EvidenceEstimate(log_z=enumeration.log_z, log_z_se=enumeration.log_z_se, method="sum",
                                     diagnostics=Diagnostics())
         answer = Named("sum", estimate)
