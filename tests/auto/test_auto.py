@@ -761,7 +761,8 @@ def test_first_pass_draws_follow_the_dimension():
 
 
 def test_the_result_says_what_halving_the_se_costs():
-    """A Monte Carlo se (the importance route here) comes with the seconds four times its draws would take more;
+    """A Monte Carlo se (the importance route here) comes with the seconds four times its draws would take more
+    (three times a part of the call, so at most three times the call's wall time; no clock is asserted);
     asking for half the se with target_se= then buys an se at most about half the first (within the se's own
     sampling noise, +25%). A quadrature rule's se (one coordinate by the trapezoid rule) has no such line."""
     rng = np.random.default_rng(0)
@@ -773,7 +774,7 @@ def test_the_result_says_what_halving_the_se_costs():
     res = _evidence(model, 0)
     assert res["evidence_stats"].attrs["route"] == "importance"
     seconds = float(res["evidence_stats"]["seconds_to_halve_se"])
-    assert 0 < seconds < 60 and "to halve the se: about" in repr(res)
+    assert 0 < seconds <= 3 * res.run_attrs["wall_time"] and "to halve the se: about" in repr(res)
     finer = _evidence(model, 1, target_se=float(res.log_z_se) / 2)
     assert finer.log_z_se < 0.5 * 1.25 * res.log_z_se
     ruled = _evidence(conjugate.normal_mean().model, 0)
